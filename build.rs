@@ -1,0 +1,24 @@
+//! Links the system libxml2, libxslt and libexslt (found with pkg-config) and
+//! compiles `csrc/shim.c`, the only C in the project: it formats libxslt's
+//! variadic error callbacks and reads struct fields, so no libxml2/libxslt
+//! struct layout is mirrored in Rust.
+
+fn main() {
+    let libs = ["libxslt", "libexslt", "libxml-2.0"];
+    let mut build = cc::Build::new();
+    build.file("csrc/shim.c").warnings(true);
+    for name in libs {
+        let lib = match pkg_config::Config::new().probe(name) {
+            Ok(lib) => lib,
+            Err(err) => panic!(
+                "axle needs the system library {name} (Debian: apt-get install libxml2-dev libxslt1-dev pkg-config): {err}"
+            ),
+        };
+        for path in &lib.include_paths {
+            build.include(path);
+        }
+    }
+    build.compile("axleshim");
+    println!("cargo:rerun-if-changed=csrc/shim.c");
+    println!("cargo:rerun-if-changed=build.rs");
+}

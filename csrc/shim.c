@@ -1,0 +1,185 @@
+/*
+ * The C side of Axle's libxml2/libxslt binding (see src/ffi/).
+ *
+ * Why C at all: libxml2 and libxslt report errors through variadic callbacks
+ * that stable Rust cannot define, and several settings live in struct fields.
+ * Keeping the field accesses here means no libxml2/libxslt struct layout is
+ * mirrored in Rust; only opaque pointers cross the boundary.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <libxml/globals.h>
+#include <libxml/parser.h>
+#include <libxml/parserInternals.h>
+#include <libxml/tree.h>
+#include <libxml/xmlerror.h>
+#include <libxml/xmlsave.h>
+#include <libxml/xmlIO.h>
+#include <libxml/xpath.h>
+#include <libxslt/xsltInternals.h>
+#include <libxslt/transform.h>
+#include <libxslt/xsltutils.h>
+#include <libxslt/imports.h>
+
+/* Implemented in Rust (src/ffi/mod.rs): append to the current thread's buffer. */
+extern void axle_error_sink(const char *msg);
+extern void axle_structured_sink(const char *msg, const char *file, int line, int level);
+
+static void shim_error(void *ctx, const char *fmt, ...) {
+    char buf[4096];
+    va_list ap;
+    (void)ctx;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    axle_error_sink(buf);
+}
+
+/* libxslt's generic handler is process-global: set once at init. */
+void shim_install_xslt_error(void) { xsltSetGenericErrorFunc(NULL, shim_error); }
+
+/* libxml2's structured errors carry file and line; they arrive even when a
+   parser runs with XML_PARSE_NOERROR (which only silences printing). */
+static void shim_structured(void *ctx, xmlErrorPtr e) {
+    (void)ctx;
+    if (e == NULL) return;
+    axle_structured_sink(e->message, e->file, e->line, (int)e->level);
+}
+
+/* libxml2's handlers are per thread: set once on each thread that parses. */
+void shim_install_xml_error_for_thread(void) {
+    xmlSetGenericErrorFunc(NULL, shim_error);
+    xmlSetStructuredErrorFunc(NULL, shim_structured);
+}
+
+/* Compilation errors libxslt counted without failing (xsltproc checks this too). */
+int shim_style_errors(xsltStylesheetPtr s) { return s->errors; }
+
+void shim_set_transform_error(xsltTransformContextPtr c) { xsltSetTransformErrorFunc(c, NULL, shim_error); }
+
+void shim_ctxt_limits(xsltTransformContextPtr c, int max_depth, int max_vars,
+                      unsigned long op_limit, unsigned long xpath_op_limit) {
+    if (max_depth > 0) c->maxTemplateDepth = max_depth;
+    if (max_vars > 0) c->maxTemplateVars = max_vars;
+    c->opLimit = op_limit;
+    if (c->xpathCtxt != NULL) c->xpathCtxt->opLimit = xpath_op_limit;
+}
+
+int shim_ctxt_state(xsltTransformContextPtr c) { return (int)c->state; }
+
+/* The stylesheet's xsl:output settings, resolved across xsl:import precedence. */
+const xmlChar *shim_out_method(xsltStylesheetPtr s) { const xmlChar *v; XSLT_GET_IMPORT_PTR(v, s, method) return v; }
+const xmlChar *shim_out_media_type(xsltStylesheetPtr s) { const xmlChar *v; XSLT_GET_IMPORT_PTR(v, s, mediaType) return v; }
+const xmlChar *shim_out_encoding(xsltStylesheetPtr s) { const xmlChar *v; XSLT_GET_IMPORT_PTR(v, s, encoding) return v; }
+
+/* 13 = XML_HTML_DOCUMENT_NODE: libxslt chose (implicit) html output. */
+int shim_doc_type(xmlDocPtr d) { return (int)d->type; }
+
+/* Sets the document's URL (its base URI for relative document() and entities). */
+void shim_set_doc_url(xmlDocPtr d, const char *url) {
+    if (d->URL != NULL) xmlFree((void *)d->URL);
+    d->URL = url != NULL ? xmlStrdup((const xmlChar *)url) : NULL;
+}
+
+/*
+ * Serializes a document as plain XML in UTF-8 (even an HTML-typed result),
+ * the canonical form of an intermediate stage's output. Returns 0 on success;
+ * *out is malloc'ed by libxml2 (free with xmlFree).
+ */
+int shim_dump_xml(xmlDocPtr d, xmlChar **out, int *len) {
+    xmlBufferPtr buf = xmlBufferCreate();
+    xmlSaveCtxtPtr save;
+    int rc;
+    *out = NULL;
+    *len = 0;
+    if (buf == NULL) return -1;
+    save = xmlSaveToBuffer(buf, "UTF-8", XML_SAVE_AS_XML);
+    if (save == NULL) { xmlBufferFree(buf); return -1; }
+    rc = xmlSaveDoc(save, d) < 0 ? -1 : 0;
+    if (xmlSaveClose(save) < 0) rc = -1;
+    if (rc == 0) {
+        *len = (int)xmlBufferLength(buf);
+        *out = xmlStrndup(xmlBufferContent(buf), *len);
+        if (*out == NULL) rc = -1;
+    }
+    xmlBufferFree(buf);
+    return rc;
+}
+
+/*
+ * Is the tree exactly what re-parsing its XML serialization would give?
+ * Only then may it be handed to the next stage as a tree; otherwise the
+ * pipeline serializes and re-parses, so the hand-off never changes bytes.
+ * Not faithful: an HTML-typed document; text or no element at the top level;
+ * text written with disable-output-escaping; adjacent or empty text nodes;
+ * entity references; CDATA sections.
+ */
+int shim_doc_is_faithful(xmlDocPtr d) {
+    xmlNodePtr cur;
+    int elements = 0;
+    if (d->type != XML_DOCUMENT_NODE) return 0;
+    for (cur = d->children; cur != NULL; cur = cur->next) {
+        if (cur->type == XML_ELEMENT_NODE) elements++;
+        else if (cur->type != XML_COMMENT_NODE && cur->type != XML_PI_NODE &&
+                 cur->type != XML_DTD_NODE) return 0;
+    }
+    if (elements != 1) return 0;
+    cur = xmlDocGetRootElement(d);
+    while (cur != NULL) {
+        switch (cur->type) {
+        case XML_TEXT_NODE:
+            if (cur->name == xmlStringTextNoenc) return 0;
+            if (cur->content == NULL || cur->content[0] == 0) return 0;
+            if (cur->next != NULL && cur->next->type == XML_TEXT_NODE) return 0;
+            break;
+        case XML_CDATA_SECTION_NODE:
+        case XML_ENTITY_REF_NODE:
+        case XML_XINCLUDE_START:
+        case XML_XINCLUDE_END:
+            return 0;
+        default:
+            break;
+        }
+        /* depth-first walk over element content (attributes are not walked:
+           their values serialize and re-parse exactly). */
+        if (cur->type == XML_ELEMENT_NODE && cur->children != NULL) {
+            cur = cur->children;
+            continue;
+        }
+        while (cur != NULL && cur->next == NULL) {
+            cur = cur->parent;
+            if (cur == NULL || cur->type == XML_DOCUMENT_NODE) return 1;
+        }
+        if (cur != NULL) cur = cur->next;
+    }
+    return 1;
+}
+
+/* A parser input over a copy of `len` bytes, for the external entity loader. */
+xmlParserInputPtr shim_input_from_memory(xmlParserCtxtPtr ctxt, const char *mem, int len, const char *url) {
+    xmlParserInputBufferPtr buf;
+    xmlParserInputPtr input;
+    if (ctxt == NULL) return NULL;
+    buf = xmlParserInputBufferCreateMem(mem, len, XML_CHAR_ENCODING_NONE);
+    if (buf == NULL) return NULL;
+    input = xmlNewIOInputStream(ctxt, buf, XML_CHAR_ENCODING_NONE);
+    if (input == NULL) return NULL; /* xmlNewIOInputStream freed buf */
+    if (url != NULL) {
+        input->filename = (const char *)xmlStrdup((const xmlChar *)url);
+        if (ctxt->directory == NULL) ctxt->directory = xmlParserGetDirectory(url);
+    }
+    return input;
+}
+
+/* Prolog reading for the libxml2 fallback of the prolog scanner. */
+xmlNodePtr shim_doc_children(xmlDocPtr d) { return d->children; }
+xmlNodePtr shim_node_next(xmlNodePtr n) { return n->next; }
+int shim_node_type(xmlNodePtr n) { return (int)n->type; }
+const xmlChar *shim_node_name(xmlNodePtr n) { return n->name; }
+const xmlChar *shim_node_content(xmlNodePtr n) { return n->content; }
+const xmlChar *shim_node_ns_href(xmlNodePtr n) { return n->ns != NULL ? n->ns->href : NULL; }
+const xmlChar *shim_node_ns_prefix(xmlNodePtr n) { return n->ns != NULL ? n->ns->prefix : NULL; }
+const xmlChar *shim_dtd_external_id(xmlDocPtr d) { return d->intSubset != NULL ? d->intSubset->ExternalID : NULL; }
+const xmlChar *shim_dtd_system_id(xmlDocPtr d) { return d->intSubset != NULL ? d->intSubset->SystemID : NULL; }
+const xmlChar *shim_dtd_name(xmlDocPtr d) { return d->intSubset != NULL ? d->intSubset->name : NULL; }

@@ -1,0 +1,761 @@
+//! The only place in Axle that knows libxml2 and libxslt exist, and the only
+//! module with `unsafe` code: RAII types over the system libraries, following
+//! the measured design in `research/xslt-binding.md` (shared folder).
+//!
+//! What it owns:
+//! - process-wide set-up ([`init`]): EXSLT, security prefs that forbid writing
+//!   files, creating directories and all network access, the template depth
+//!   limit, and one external-entity loader through which *every* file libxml2
+//!   or libxslt reads passes (imports, includes, `document()`, DTDs, entities);
+//! - [`XmlDoc`] (an owned tree, `Send`), [`Stylesheet`] (compiled once, shared
+//!   across threads, `Send + Sync`) and [`ResultDoc`] (a transform result that
+//!   must be serialized by the stylesheet that made it);
+//! - per-thread error capture: libxml2/libxslt messages go into a buffer of the
+//!   calling thread and come back as [`XmlError`], never to stderr.
+//!
+//! What it deliberately does not do: decide *which* files may be read. Each
+//! operation takes a [`Resolver`] (installed for the current thread while the
+//! operation runs); the loader asks it for bytes, so confinement to the
+//! document root and dependency recording live in safe code above this module.
+#![allow(unsafe_code)]
+
+mod sys;
+
+use std::cell::{Cell, RefCell};
+use std::ffi::{CStr, CString};
+use std::os::raw::{c_char, c_int};
+use std::ptr::{self, NonNull};
+use std::sync::{Arc, Once};
+
+/// Parse options for documents served to the public: entities substituted
+/// (so libxml2's amplification guards apply), DTD attribute defaults as
+/// `xsltproc` applies them, CDATA merged into text, no network, no printing.
+/// External loads go through the loader and so through the [`Resolver`].
+const DOC_OPTIONS: c_int = sys::XML_PARSE_NOENT
+    | sys::XML_PARSE_DTDLOAD
+    | sys::XML_PARSE_DTDATTR
+    | sys::XML_PARSE_NOCDATA
+    | sys::XML_PARSE_NONET
+    | sys::XML_PARSE_NOERROR
+    | sys::XML_PARSE_NOWARNING;
+
+/// Where libxml2 and libxslt get the bytes of every file they want to read.
+///
+/// Implementations decide what may be read (Axle confines reads to the
+/// document root) and record what was read (for cache dependencies).
+pub trait Resolver: Send + Sync {
+    /// Returns the bytes behind `url` (an absolute path or `file:` URL as
+    /// libxml2 built it) and the URL to report as their base, or a message
+    /// saying why the load is refused.
+    fn load(&self, url: &str) -> Result<Loaded, String>;
+}
+
+/// Bytes handed to libxml2 by a [`Resolver`].
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    /// The base URL of the loaded bytes (normally the absolute path).
+    pub url: String,
+    /// The file's content.
+    pub bytes: Vec<u8>,
+}
+
+/// A resolver that refuses every load.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct RefuseAll;
+
+impl Resolver for RefuseAll {
+    fn load(&self, url: &str) -> Result<Loaded, String> {
+        Err(format!("loading {url} is not allowed here"))
+    }
+}
+
+/// CPU and depth budgets for one transform.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Nested sequence constructors before libxslt stops (`maxTemplateDepth`).
+    pub max_depth: u32,
+    /// Live template variables before libxslt stops (`maxTemplateVars`).
+    pub max_vars: u32,
+    /// Executed XSLT instructions per transform (0 = unlimited).
+    pub max_ops: u64,
+    /// Evaluated XPath operations per transform (0 = unlimited).
+    pub max_xpath_ops: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_depth: 3000,
+            max_vars: 15_000,
+            max_ops: 100_000_000,
+            max_xpath_ops: 1_000_000_000,
+        }
+    }
+}
+
+/// What went wrong inside libxml2 or libxslt.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum XmlError {
+    /// A document or stylesheet is not well-formed XML (or could not be read).
+    #[error("{}{message}", location(file.as_deref(), *line))]
+    Parse {
+        /// The file libxml2 was reading, when it said.
+        file: Option<String>,
+        /// The 1-based line, when known.
+        line: Option<u32>,
+        /// libxml2's message.
+        message: String,
+    },
+    /// The stylesheet is well-formed but not a valid XSLT 1.0 stylesheet.
+    #[error("not a valid XSLT stylesheet: {0}")]
+    Compile(String),
+    /// The transform failed (runtime error, `xsl:message terminate="yes"`,
+    /// a security refusal or an exceeded limit).
+    #[error("transform failed: {0}")]
+    Transform(String),
+    /// Serializing the result failed.
+    #[error("serialization failed: {0}")]
+    Serialize(String),
+    /// The input cannot be handed to libxml2 at all (too large, or a
+    /// parameter containing a NUL byte).
+    #[error("{0}")]
+    Input(String),
+}
+
+fn location(file: Option<&str>, line: Option<u32>) -> String {
+    match (file, line) {
+        (Some(f), Some(l)) => format!("{f}:{l}: "),
+        (Some(f), None) => format!("{f}: "),
+        (None, Some(l)) => format!("line {l}: "),
+        (None, None) => String::new(),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Process and thread set-up
+
+static INIT: Once = Once::new();
+
+/// Sets libxml2/libxslt's process-wide hooks. Idempotent; called by every
+/// entry point, and should be called once before worker threads start.
+pub fn init() {
+    INIT.call_once(|| {
+        // SAFETY: called once (Once), before any other libxml2/libxslt call of
+        // ours; these functions set process globals and take no pointers
+        // except the function pointers, which are 'static.
+        unsafe {
+            sys::xmlInitParser();
+            sys::xsltInit();
+            sys::exsltRegisterAll();
+            sys::shim_install_xslt_error();
+            sys::xmlSetExternalEntityLoader(Some(entity_loader));
+            let sec = sys::xsltNewSecurityPrefs();
+            if !sec.is_null() {
+                for option in [
+                    sys::XSLT_SECPREF_WRITE_FILE,
+                    sys::XSLT_SECPREF_CREATE_DIRECTORY,
+                    sys::XSLT_SECPREF_READ_NETWORK,
+                    sys::XSLT_SECPREF_WRITE_NETWORK,
+                ] {
+                    sys::xsltSetSecurityPrefs(sec, option, Some(sys::xsltSecurityForbid));
+                }
+                // Kept for the life of the process: libxslt checks imports
+                // against the default prefs and copies them into each context.
+                sys::xsltSetDefaultSecurityPrefs(sec);
+                SEC_PREFS.store(sec.cast(), std::sync::atomic::Ordering::Release);
+            }
+            sys::xsltMaxDepth = 3000;
+        }
+    });
+}
+
+static SEC_PREFS: std::sync::atomic::AtomicPtr<std::ffi::c_void> =
+    std::sync::atomic::AtomicPtr::new(ptr::null_mut());
+
+thread_local! {
+    static THREAD_READY: Cell<bool> = const { Cell::new(false) };
+    static ERRORS: RefCell<String> = const { RefCell::new(String::new()) };
+    static FIRST_ERROR: RefCell<Option<(String, Option<String>, u32)>> = const { RefCell::new(None) };
+    static RESOLVERS: RefCell<Vec<Arc<dyn Resolver>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Prepares the calling thread (libxml2's error handler is per thread) and
+/// clears its error buffer.
+fn begin() {
+    init();
+    THREAD_READY.with(|ready| {
+        if !ready.get() {
+            // SAFETY: sets this thread's libxml2 generic error handler to the
+            // shim's function; no pointers of ours are retained.
+            unsafe { sys::shim_install_xml_error_for_thread() };
+            ready.set(true);
+        }
+    });
+    ERRORS.with(|e| e.borrow_mut().clear());
+    FIRST_ERROR.with(|e| e.borrow_mut().take());
+    // SAFETY: resets this thread's libxml2 last-error record; no arguments.
+    unsafe { sys::xmlResetLastError() };
+}
+
+fn take_messages() -> String {
+    ERRORS.with(|e| {
+        let mut text = std::mem::take(&mut *e.borrow_mut());
+        while text.ends_with('\n') {
+            text.pop();
+        }
+        text
+    })
+}
+
+/// Called by the shim with each formatted libxml2/libxslt message.
+///
+/// # Safety
+/// `msg` is NULL or a NUL-terminated string valid for the call.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn axle_error_sink(msg: *const c_char) {
+    if msg.is_null() {
+        return;
+    }
+    // SAFETY: the shim passes a NUL-terminated buffer that lives for the call.
+    let text = unsafe { CStr::from_ptr(msg) }.to_string_lossy();
+    ERRORS.with(|e| {
+        if let Ok(mut buf) = e.try_borrow_mut() {
+            // Bound the buffer: a runaway xsl:message loop must not eat memory.
+            if buf.len() < 64 * 1024 {
+                buf.push_str(&text);
+            }
+        }
+    });
+}
+
+/// Called by the shim with each structured libxml2 error (parser, XPath,
+/// I/O): remembers the first error with its file and line, and appends a
+/// readable line to the thread's message buffer.
+///
+/// # Safety
+/// `msg` and `file` are NULL or NUL-terminated strings valid for the call.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn axle_structured_sink(
+    msg: *const c_char,
+    file: *const c_char,
+    line: c_int,
+    level: c_int,
+) {
+    // Levels: 1 warning, 2 error, 3 fatal. Warnings (such as a refused
+    // external load, which leaves an entity empty) do not fail anything.
+    if level < 2 {
+        return;
+    }
+    let message = opt_string(msg).unwrap_or_default().trim_end().to_string();
+    let file = opt_string(file);
+    let line = u32::try_from(line).unwrap_or(0);
+    let text = match (&file, line) {
+        (Some(f), l) if l > 0 => format!("{f}:{l}: {message}\n"),
+        (Some(f), _) => format!("{f}: {message}\n"),
+        (None, _) => format!("{message}\n"),
+    };
+    note(&text);
+    FIRST_ERROR.with(|e| {
+        if let Ok(mut first) = e.try_borrow_mut() {
+            if first.is_none() {
+                *first = Some((message, file, line));
+            }
+        }
+    });
+}
+
+/// Installs `resolver` for the current thread until the guard drops.
+struct ResolverGuard;
+
+impl ResolverGuard {
+    fn install(resolver: Arc<dyn Resolver>) -> ResolverGuard {
+        RESOLVERS.with(|r| r.borrow_mut().push(resolver));
+        ResolverGuard
+    }
+}
+
+impl Drop for ResolverGuard {
+    fn drop(&mut self) {
+        RESOLVERS.with(|r| {
+            r.borrow_mut().pop();
+        });
+    }
+}
+
+fn current_resolver() -> Option<Arc<dyn Resolver>> {
+    RESOLVERS.with(|r| r.borrow().last().cloned())
+}
+
+/// libxml2's external entity loader: every file read by libxml2 or libxslt
+/// (imports, includes, `document()`, DTDs, external entities) arrives here.
+unsafe extern "C" fn entity_loader(
+    url: *const c_char,
+    _id: *const c_char,
+    ctxt: *mut sys::xmlParserCtxt,
+) -> *mut sys::xmlParserInput {
+    if url.is_null() || ctxt.is_null() {
+        return ptr::null_mut();
+    }
+    // SAFETY: libxml2 passes a NUL-terminated URL valid for the call.
+    let url = unsafe { CStr::from_ptr(url) }.to_string_lossy().into_owned();
+    let Some(resolver) = current_resolver() else {
+        note(&format!("refused to load {url}\n"));
+        return ptr::null_mut();
+    };
+    match resolver.load(&url) {
+        Ok(loaded) => {
+            let (Ok(len), Ok(base)) = (c_int::try_from(loaded.bytes.len()), CString::new(loaded.url))
+            else {
+                note(&format!("cannot load {url}: too large or bad name\n"));
+                return ptr::null_mut();
+            };
+            // SAFETY: ctxt is the live parser context libxml2 passed us; the
+            // shim copies `len` bytes from the buffer and the URL string.
+            unsafe {
+                sys::shim_input_from_memory(ctxt, loaded.bytes.as_ptr().cast(), len, base.as_ptr())
+            }
+        }
+        Err(why) => {
+            note(&format!("{why}\n"));
+            ptr::null_mut()
+        }
+    }
+}
+
+fn note(msg: &str) {
+    ERRORS.with(|e| {
+        if let Ok(mut buf) = e.try_borrow_mut() {
+            buf.push_str(msg);
+        }
+    });
+}
+
+fn last_parse_error(fallback_file: &str) -> XmlError {
+    let first = FIRST_ERROR.with(|e| e.borrow_mut().take());
+    let extra = take_messages();
+    match first {
+        Some((message, file, line)) => XmlError::Parse {
+            file: file.or_else(|| Some(fallback_file.to_string())),
+            line: Some(line).filter(|l| *l > 0),
+            message,
+        },
+        None => XmlError::Parse {
+            file: Some(fallback_file.to_string()),
+            line: None,
+            message: if extra.is_empty() {
+                "the document could not be parsed".to_string()
+            } else {
+                extra
+            },
+        },
+    }
+}
+
+/// Copies a C string owned by libxml2 (may be NULL).
+fn opt_string(p: *const c_char) -> Option<String> {
+    if p.is_null() {
+        None
+    } else {
+        // SAFETY: callers pass NULL or a NUL-terminated string owned by
+        // libxml2 that is valid for the duration of this call.
+        Some(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
+    }
+}
+
+fn c_len(bytes: &[u8]) -> Result<c_int, XmlError> {
+    c_int::try_from(bytes.len())
+        .map_err(|_| XmlError::Input("document larger than 2 GiB".to_string()))
+}
+
+fn c_string(s: &str, what: &str) -> Result<CString, XmlError> {
+    CString::new(s).map_err(|_| XmlError::Input(format!("{what} contains a NUL byte")))
+}
+
+// ---------------------------------------------------------------------------
+// Documents
+
+/// An owned libxml2 document tree.
+///
+/// `Send` but not `Sync`: a tree is used by one thread at a time, and libxslt
+/// mutates the trees it transforms, so a tree is consumed by a transform.
+#[derive(Debug)]
+pub struct XmlDoc {
+    ptr: NonNull<sys::xmlDoc>,
+}
+
+// SAFETY: an xmlDoc is a self-contained heap structure (its dictionary, when
+// any, is reference-counted and thread-safe in libxml2); XmlDoc owns it
+// exclusively and is not Sync, so only one thread touches it at a time.
+unsafe impl Send for XmlDoc {}
+
+impl Drop for XmlDoc {
+    fn drop(&mut self) {
+        // SAFETY: we own the document and nothing else frees it.
+        unsafe { sys::xmlFreeDoc(self.ptr.as_ptr()) };
+    }
+}
+
+impl XmlDoc {
+    /// Parses `bytes` as a document whose base URL is `url` (normally its
+    /// absolute path). External loads (DTD, entities) go to `resolver`.
+    pub fn parse(bytes: &[u8], url: &str, resolver: Arc<dyn Resolver>) -> Result<XmlDoc, XmlError> {
+        begin();
+        let len = c_len(bytes)?;
+        let c_url = c_string(url, "document URL")?;
+        let _guard = ResolverGuard::install(resolver);
+        // SAFETY: buffer and length describe `bytes`, which outlives the call;
+        // libxml2 copies what it keeps. The URL is NUL-terminated.
+        let doc = unsafe {
+            sys::xmlReadMemory(bytes.as_ptr().cast(), len, c_url.as_ptr(), ptr::null(), DOC_OPTIONS)
+        };
+        match NonNull::new(doc) {
+            Some(ptr) => Ok(XmlDoc { ptr }),
+            None => Err(last_parse_error(url)),
+        }
+    }
+
+    /// Serializes the tree as plain UTF-8 XML: the canonical bytes of an
+    /// intermediate stage's output.
+    pub fn to_xml_bytes(&self) -> Result<Vec<u8>, XmlError> {
+        begin();
+        let mut out: *mut u8 = ptr::null_mut();
+        let mut len: c_int = 0;
+        // SAFETY: the document is live and owned by us; out/len are valid locals.
+        let rc = unsafe { sys::shim_dump_xml(self.ptr.as_ptr(), &mut out, &mut len) };
+        // SAFETY: on success `out` holds `len` bytes allocated by libxml2.
+        let bytes = unsafe { take_buffer(out, len) };
+        if rc != 0 {
+            return Err(XmlError::Serialize(take_messages()));
+        }
+        Ok(bytes)
+    }
+
+    /// Would re-parsing [`XmlDoc::to_xml_bytes`] give exactly this tree? Only
+    /// then may the tree be handed to the next stage without re-parsing.
+    pub fn is_faithful(&self) -> bool {
+        // SAFETY: read-only walk over a live document we own.
+        unsafe { sys::shim_doc_is_faithful(self.ptr.as_ptr()) == 1 }
+    }
+
+    fn set_url(&mut self, url: &str) {
+        if let Ok(c) = CString::new(url) {
+            // SAFETY: the document is ours; the shim copies the string.
+            unsafe { sys::shim_set_doc_url(self.ptr.as_ptr(), c.as_ptr()) };
+        }
+    }
+
+    fn into_raw(self) -> *mut sys::xmlDoc {
+        let p = self.ptr.as_ptr();
+        std::mem::forget(self);
+        p
+    }
+}
+
+/// Copies and frees a buffer allocated by libxml2.
+///
+/// # Safety
+/// `buf` is NULL or points to at least `len` bytes allocated by libxml2's
+/// allocator and owned by the caller.
+unsafe fn take_buffer(buf: *mut u8, len: c_int) -> Vec<u8> {
+    if buf.is_null() {
+        return Vec::new();
+    }
+    let len = usize::try_from(len).unwrap_or(0);
+    // SAFETY: per the contract, `buf` holds `len` initialized bytes.
+    let v = unsafe { std::slice::from_raw_parts(buf, len) }.to_vec();
+    // SAFETY: the buffer came from libxml2's allocator and is freed once.
+    unsafe { sys::xmlFree(buf.cast()) };
+    v
+}
+
+// ---------------------------------------------------------------------------
+// Stylesheets
+
+/// A stylesheet's `xsl:output` settings, resolved across imports.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OutputSettings {
+    /// `method` (`xml`, `html`, `text`, or a QName), if set.
+    pub method: Option<String>,
+    /// `media-type`, if set.
+    pub media_type: Option<String>,
+    /// `encoding`, if set.
+    pub encoding: Option<String>,
+}
+
+/// A compiled XSLT stylesheet, parsed once and shared by every transform.
+#[derive(Debug)]
+pub struct Stylesheet {
+    ptr: NonNull<sys::xsltStylesheet>,
+    output: OutputSettings,
+}
+
+// SAFETY: libxslt documents that a compiled stylesheet can be used by several
+// transforms at once, including from several threads (libxslt's own
+// testThreads.c shares one); each transform gets its own context, and Axle
+// never calls an API that mutates a stylesheet after compilation.
+unsafe impl Send for Stylesheet {}
+// SAFETY: see Send: shared use is read-only.
+unsafe impl Sync for Stylesheet {}
+
+impl Drop for Stylesheet {
+    fn drop(&mut self) {
+        // SAFETY: we own the stylesheet (and, through it, its document).
+        unsafe { sys::xsltFreeStylesheet(self.ptr.as_ptr()) };
+    }
+}
+
+impl Stylesheet {
+    /// Compiles the stylesheet in `bytes` whose URL (absolute path) is `url`.
+    /// Imports, includes, DTDs and entities are read through `resolver`.
+    pub fn compile(bytes: &[u8], url: &str, resolver: Arc<dyn Resolver>) -> Result<Stylesheet, XmlError> {
+        let doc = XmlDoc::parse(bytes, url, resolver.clone())?;
+        begin();
+        let _guard = ResolverGuard::install(resolver);
+        let raw = doc.into_raw();
+        // SAFETY: `raw` is a live document we own. On success the stylesheet
+        // owns it; on NULL it stays ours and is freed below.
+        let style = unsafe { sys::xsltParseStylesheetDoc(raw) };
+        // SAFETY: a non-NULL stylesheet is live; reading its error count.
+        if !style.is_null() && unsafe { sys::shim_style_errors(style) } != 0 {
+            // SAFETY: libxslt returned a stylesheet that counted errors (as
+            // xsltproc, we refuse it); freeing it frees its document too.
+            unsafe { sys::xsltFreeStylesheet(style) };
+            return Err(XmlError::Compile(take_messages()));
+        }
+        let Some(ptr) = NonNull::new(style) else {
+            // SAFETY: compilation failed, so the document is still ours.
+            unsafe { sys::xmlFreeDoc(raw) };
+            let msg = take_messages();
+            return Err(XmlError::Compile(if msg.is_empty() {
+                format!("{url} is not an XSLT stylesheet")
+            } else {
+                msg
+            }));
+        };
+        // SAFETY: the stylesheet is live; the returned strings belong to it
+        // (or its imports) and are copied immediately.
+        let output = unsafe {
+            OutputSettings {
+                method: opt_string(sys::shim_out_method(ptr.as_ptr())),
+                media_type: opt_string(sys::shim_out_media_type(ptr.as_ptr())),
+                encoding: opt_string(sys::shim_out_encoding(ptr.as_ptr())),
+            }
+        };
+        let warnings = take_messages();
+        if !warnings.is_empty() {
+            tracing::debug!(stylesheet = url, %warnings, "stylesheet compiled with messages");
+        }
+        Ok(Stylesheet { ptr, output })
+    }
+
+    /// The stylesheet's `xsl:output` settings.
+    pub fn output(&self) -> &OutputSettings {
+        &self.output
+    }
+
+    /// Transforms `doc` (consumed: libxslt mutates its input). `params` are
+    /// `(name, string value)` pairs; values are passed as XPath string
+    /// literals, so any text is safe. `document()` and other loads go to
+    /// `resolver`.
+    pub fn transform(
+        self: &Arc<Self>,
+        doc: XmlDoc,
+        base_url: &str,
+        params: &[(String, String)],
+        limits: &Limits,
+        resolver: Arc<dyn Resolver>,
+    ) -> Result<ResultDoc, XmlError> {
+        begin();
+        let mut c_params: Vec<CString> = Vec::with_capacity(params.len() * 2);
+        for (name, value) in params {
+            c_params.push(c_string(name, "parameter name")?);
+            c_params.push(c_string(&xpath_string_literal(value), "parameter value")?);
+        }
+        let mut param_ptrs: Vec<*const c_char> = c_params.iter().map(|c| c.as_ptr()).collect();
+        param_ptrs.push(ptr::null());
+        let _guard = ResolverGuard::install(resolver);
+        let style = self.ptr.as_ptr();
+        let doc_ptr = doc.ptr.as_ptr();
+        // SAFETY: `style` is a live compiled stylesheet; `doc_ptr` is a live
+        // document we own, kept alive (by `doc`) until after the context is
+        // freed; the params array is NULL-terminated and its strings outlive
+        // the call. The context is created and freed here.
+        let (result, state) = unsafe {
+            let ctxt = sys::xsltNewTransformContext(style, doc_ptr);
+            if ctxt.is_null() {
+                return Err(XmlError::Transform(
+                    "could not create a transform context".to_string(),
+                ));
+            }
+            sys::xsltSetCtxtParseOptions(ctxt, DOC_OPTIONS);
+            let sec = SEC_PREFS.load(std::sync::atomic::Ordering::Acquire);
+            if !sec.is_null() {
+                sys::xsltSetCtxtSecurityPrefs(sec.cast(), ctxt);
+            }
+            sys::shim_set_transform_error(ctxt);
+            sys::shim_ctxt_limits(
+                ctxt,
+                c_int::try_from(limits.max_depth).unwrap_or(c_int::MAX),
+                c_int::try_from(limits.max_vars).unwrap_or(c_int::MAX),
+                std::os::raw::c_ulong::try_from(limits.max_ops).unwrap_or(0),
+                std::os::raw::c_ulong::try_from(limits.max_xpath_ops).unwrap_or(0),
+            );
+            let result = sys::xsltApplyStylesheetUser(
+                style,
+                doc_ptr,
+                param_ptrs.as_ptr(),
+                ptr::null(),
+                ptr::null_mut(),
+                ctxt,
+            );
+            let state = sys::shim_ctxt_state(ctxt);
+            sys::xsltFreeTransformContext(ctxt);
+            (result, state)
+        };
+        drop(doc); // the source is freed after its context
+        let messages = take_messages();
+        match NonNull::new(result) {
+            Some(ptr) if state == 0 => {
+                if !messages.is_empty() {
+                    tracing::debug!(%messages, "transform messages");
+                }
+                let mut out = XmlDoc { ptr };
+                out.set_url(base_url);
+                Ok(ResultDoc { doc: out, style: Arc::clone(self) })
+            }
+            other => {
+                if let Some(ptr) = other {
+                    drop(XmlDoc { ptr });
+                }
+                Err(XmlError::Transform(if messages.is_empty() {
+                    "the transform stopped with an error".to_string()
+                } else {
+                    messages
+                }))
+            }
+        }
+    }
+}
+
+/// Quotes `value` as an XPath 1.0 string literal. XPath has no escapes, so a
+/// value holding both quote kinds becomes a `concat()` of pieces.
+pub fn xpath_string_literal(value: &str) -> String {
+    if !value.contains('\'') {
+        format!("'{value}'")
+    } else if !value.contains('"') {
+        format!("\"{value}\"")
+    } else {
+        let pieces: Vec<String> = value
+            .split('\'')
+            .map(|piece| format!("'{piece}'"))
+            .collect();
+        format!("concat({})", pieces.join(", \"'\", "))
+    }
+}
+
+/// The result of a transform, tied to the stylesheet whose `xsl:output`
+/// governs its serialization.
+#[derive(Debug)]
+pub struct ResultDoc {
+    doc: XmlDoc,
+    style: Arc<Stylesheet>,
+}
+
+impl ResultDoc {
+    /// Did libxslt choose HTML output (explicitly or by the implicit
+    /// `<html>` rule)?
+    pub fn is_html(&self) -> bool {
+        // SAFETY: reads the type field of a live document we own.
+        unsafe { sys::shim_doc_type(self.doc.ptr.as_ptr()) == sys::XML_HTML_DOCUMENT_NODE }
+    }
+
+    /// The `xsl:output` settings of the stylesheet that made this result.
+    pub fn output(&self) -> &OutputSettings {
+        self.style.output()
+    }
+
+    /// Serializes exactly as `xsl:output` says (method, encoding, doctype,
+    /// indent, ...). The bytes are in the output encoding. Consumes the
+    /// result: libxslt edits the tree while serializing HTML.
+    pub fn serialize(self) -> Result<Vec<u8>, XmlError> {
+        begin();
+        let mut out: *mut u8 = ptr::null_mut();
+        let mut len: c_int = 0;
+        // SAFETY: result tree and stylesheet are live; out/len are locals.
+        let rc = unsafe {
+            sys::xsltSaveResultToString(&mut out, &mut len, self.doc.ptr.as_ptr(), self.style.ptr.as_ptr())
+        };
+        // SAFETY: on success `out` is NULL (empty result) or `len` bytes from libxml2.
+        let bytes = unsafe { take_buffer(out, len) };
+        if rc != 0 {
+            let msg = take_messages();
+            return Err(XmlError::Serialize(if msg.is_empty() {
+                "xsltSaveResultToString failed".to_string()
+            } else {
+                msg
+            }));
+        }
+        Ok(bytes)
+    }
+
+    /// The result tree, to hand to the next stage.
+    pub fn into_doc(self) -> XmlDoc {
+        self.doc
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Prolog fallback
+
+/// What a full libxml2 parse says about a document's prolog; used when the
+/// fast scanner cannot read a document (e.g. a non-UTF-8 encoding).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RawProlog {
+    /// `(target, data)` of every PI before the root element, in order.
+    pub pis: Vec<(String, String)>,
+    /// DOCTYPE `(name, public id, system id)`.
+    pub doctype: Option<(String, Option<String>, Option<String>)>,
+    /// Root element `(prefix, local name, namespace)`.
+    pub root: Option<(Option<String>, String, Option<String>)>,
+}
+
+/// Parses `bytes` fully (no external loads) and reads its prolog.
+pub fn prolog_via_libxml(bytes: &[u8], url: &str) -> Result<RawProlog, XmlError> {
+    let doc = XmlDoc::parse(bytes, url, Arc::new(RefuseAll))?;
+    let mut out = RawProlog::default();
+    let d = doc.ptr.as_ptr();
+    // SAFETY: a read-only walk over the top-level nodes of a live document we
+    // own; every string is copied before the document is dropped.
+    unsafe {
+        if let Some(name) = opt_string(sys::shim_dtd_name(d)) {
+            out.doctype = Some((
+                name,
+                opt_string(sys::shim_dtd_external_id(d)),
+                opt_string(sys::shim_dtd_system_id(d)),
+            ));
+        }
+        let mut node = sys::shim_doc_children(d);
+        while !node.is_null() {
+            match sys::shim_node_type(node) {
+                sys::XML_PI_NODE => out.pis.push((
+                    opt_string(sys::shim_node_name(node)).unwrap_or_default(),
+                    opt_string(sys::shim_node_content(node)).unwrap_or_default(),
+                )),
+                sys::XML_ELEMENT_NODE => {
+                    out.root = Some((
+                        opt_string(sys::shim_node_ns_prefix(node)),
+                        opt_string(sys::shim_node_name(node)).unwrap_or_default(),
+                        opt_string(sys::shim_node_ns_href(node)),
+                    ));
+                    break;
+                }
+                _ => {}
+            }
+            node = sys::shim_node_next(node);
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,297 @@
+//! Unit tests of the binding: serialization exactly as `xsl:output` says,
+//! error capture, security refusals, limits, params and hand-off faithfulness.
+
+use super::*;
+use std::sync::Mutex;
+
+/// Serves files from an in-memory map and records what was asked for.
+#[derive(Default)]
+struct MapResolver {
+    files: Vec<(String, String)>,
+    asked: Mutex<Vec<String>>,
+}
+
+impl Resolver for MapResolver {
+    fn load(&self, url: &str) -> Result<Loaded, String> {
+        self.asked.lock().unwrap().push(url.to_string());
+        self.files
+            .iter()
+            .find(|(name, _)| url.ends_with(name.as_str()))
+            .map(|(_, body)| Loaded { url: url.to_string(), bytes: body.as_bytes().to_vec() })
+            .ok_or_else(|| format!("no such file {url}"))
+    }
+}
+
+fn refuse() -> Arc<dyn Resolver> {
+    Arc::new(RefuseAll)
+}
+
+fn run(xsl: &str, xml: &str) -> Result<Vec<u8>, XmlError> {
+    run_with(xsl, xml, &[], refuse())
+}
+
+fn run_with(
+    xsl: &str,
+    xml: &str,
+    params: &[(String, String)],
+    resolver: Arc<dyn Resolver>,
+) -> Result<Vec<u8>, XmlError> {
+    let style = Arc::new(Stylesheet::compile(xsl.as_bytes(), "/site/style.xsl", resolver.clone())?);
+    let doc = XmlDoc::parse(xml.as_bytes(), "/site/doc.xml", resolver.clone())?;
+    style
+        .transform(doc, "/site/doc.xml", params, &Limits::default(), resolver)?
+        .serialize()
+}
+
+const XSL_HEAD: &str = r#"<xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">"#;
+
+fn xsl(body: &str) -> String {
+    format!("{XSL_HEAD}{body}</xsl:stylesheet>")
+}
+
+#[test]
+fn output_methods_serialize_like_xsltproc() {
+    let cases: &[(&str, &str)] = &[
+        (
+            r#"<xsl:output method="html"/><xsl:template match="/"><html><body><br/><p>x</p></body></html></xsl:template>"#,
+            "<html><body>\n<br><p>x</p>\n</body></html>\n",
+        ),
+        (
+            r#"<xsl:template match="/"><html><head/><body>é</body></html></xsl:template>"#,
+            "<html>\n<head><meta http-equiv=\"Content-Type\" content=\"text/html; charset=UTF-8\"></head>\n<body>\u{e9}</body>\n</html>\n",
+        ),
+        (
+            r#"<xsl:output method="text"/><xsl:template match="/"><a>one</a><b>two</b></xsl:template>"#,
+            "onetwo",
+        ),
+        (
+            r#"<xsl:output omit-xml-declaration="yes" indent="yes"/><xsl:template match="/"><a><b/></a></xsl:template>"#,
+            "<a>\n  <b/>\n</a>\n",
+        ),
+        (r#"<xsl:template match="/"></xsl:template>"#, ""),
+    ];
+    for (body, expected) in cases {
+        let out = run(&xsl(body), "<doc/>").unwrap();
+        assert_eq!(String::from_utf8_lossy(&out), *expected, "case {body}");
+    }
+}
+
+#[test]
+fn latin1_output_stays_latin1_bytes() {
+    let out = run(
+        &xsl(r#"<xsl:output encoding="ISO-8859-1"/><xsl:template match="/"><p>é€</p></xsl:template>"#),
+        "<doc/>",
+    )
+    .unwrap();
+    let expected: Vec<u8> = [
+        b"<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?>\n<p>".as_slice(),
+        &[0xE9],
+        b"&#8364;</p>\n",
+    ]
+    .concat();
+    assert_eq!(out, expected);
+}
+
+#[test]
+fn output_settings_are_read_across_imports() {
+    let resolver = Arc::new(MapResolver {
+        files: vec![(
+            "base.xsl".into(),
+            xsl(r#"<xsl:output method="text" media-type="text/x-base" encoding="ISO-8859-1"/>"#),
+        )],
+        ..Default::default()
+    });
+    let style = Stylesheet::compile(
+        xsl(r#"<xsl:import href="base.xsl"/><xsl:template match="/">x</xsl:template>"#).as_bytes(),
+        "/site/style.xsl",
+        resolver.clone(),
+    )
+    .unwrap();
+    assert_eq!(style.output().method.as_deref(), Some("text"));
+    assert_eq!(style.output().media_type.as_deref(), Some("text/x-base"));
+    assert_eq!(style.output().encoding.as_deref(), Some("ISO-8859-1"));
+    assert_eq!(*resolver.asked.lock().unwrap(), vec!["/site/base.xsl".to_string()]);
+}
+
+#[test]
+fn malformed_document_reports_file_and_line() {
+    let err = XmlDoc::parse(b"<a>\n<b>\n</a>", "/site/bad.xml", refuse()).unwrap_err();
+    match err {
+        XmlError::Parse { file, line, message } => {
+            assert_eq!(file.as_deref(), Some("/site/bad.xml"));
+            assert_eq!(line, Some(3), "{message}");
+            assert!(message.contains("mismatch"), "{message}");
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+#[test]
+fn invalid_stylesheet_is_an_error_not_a_crash() {
+    let err = Stylesheet::compile(
+        xsl(r#"<xsl:template match="/"><xsl:value-of select="(("/></xsl:template>"#).as_bytes(),
+        "/site/bad.xsl",
+        refuse(),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(err, XmlError::Compile(ref m) if m.contains("could not compile select expression '(('")),
+        "{err}"
+    );
+    let err = Stylesheet::compile(b"<doc/>", "/site/notxsl.xsl", refuse()).unwrap_err();
+    assert!(matches!(err, XmlError::Compile(_)), "{err}");
+}
+
+#[test]
+fn params_are_string_literals_even_with_both_quotes() {
+    let style = xsl(r#"<xsl:output method="text"/><xsl:param name="p"/><xsl:template match="/">[<xsl:value-of select="$p"/>]</xsl:template>"#);
+    for value in ["plain", "it's", "say \"hi\"", "both ' and \"", "1+2", "", "'"] {
+        let out = run_with(&style, "<doc/>", &[("p".into(), value.into())], refuse()).unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), format!("[{value}]"));
+    }
+}
+
+#[test]
+fn nul_in_param_is_an_input_error() {
+    let err = run_with(&xsl(""), "<doc/>", &[("p".into(), "a\0b".into())], refuse()).unwrap_err();
+    assert!(matches!(err, XmlError::Input(_)));
+}
+
+#[test]
+fn external_entities_go_through_the_resolver() {
+    let xml = r#"<!DOCTYPE doc [<!ENTITY secret SYSTEM "file:///etc/passwd"><!ENTITY ok SYSTEM "ok.txt">]><doc>[&secret;][&ok;]</doc>"#;
+    let resolver = Arc::new(MapResolver {
+        files: vec![("ok.txt".into(), "fine".into())],
+        ..Default::default()
+    });
+    let out = run_with(
+        &xsl(r#"<xsl:output method="text"/><xsl:template match="/"><xsl:value-of select="doc"/></xsl:template>"#),
+        xml,
+        &[],
+        resolver.clone(),
+    )
+    .unwrap();
+    assert_eq!(String::from_utf8(out).unwrap(), "[][fine]");
+    let asked = resolver.asked.lock().unwrap();
+    assert!(asked.iter().any(|u| u.contains("passwd")), "{asked:?}");
+}
+
+#[test]
+fn document_function_reads_through_the_resolver() {
+    let resolver = Arc::new(MapResolver {
+        files: vec![("other.xml".into(), "<o>other</o>".into())],
+        ..Default::default()
+    });
+    let out = run_with(
+        &xsl(r#"<xsl:output method="text"/><xsl:template match="/"><xsl:value-of select="document('other.xml')/o"/>|<xsl:value-of select="count(document('missing.xml'))"/></xsl:template>"#),
+        "<doc/>",
+        &[],
+        resolver.clone(),
+    )
+    .unwrap();
+    assert_eq!(String::from_utf8(out).unwrap(), "other|0");
+}
+
+#[test]
+fn writing_files_is_forbidden() {
+    let dir = std::env::temp_dir().join(format!("axle-ffi-{}", std::process::id()));
+    let target = dir.join("written.txt");
+    let style = format!(
+        r#"<xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform" xmlns:exsl="http://exslt.org/common" extension-element-prefixes="exsl"><xsl:template match="/"><exsl:document href="{}" method="text">pwned</exsl:document><ok/></xsl:template></xsl:stylesheet>"#,
+        target.display()
+    );
+    let err = run(&style, "<doc/>").unwrap_err();
+    assert!(matches!(err, XmlError::Transform(ref m) if m.contains("denied")), "{err}");
+    assert!(!target.exists());
+    assert!(!dir.exists());
+}
+
+#[test]
+fn deep_recursion_stops_at_the_depth_limit() {
+    let style = xsl(r#"<xsl:template match="/"><xsl:call-template name="r"/></xsl:template><xsl:template name="r"><xsl:if test="true()"><xsl:call-template name="r"/></xsl:if></xsl:template>"#);
+    let handle = std::thread::Builder::new()
+        .stack_size(16 << 20)
+        .spawn(move || run(&style, "<doc/>"))
+        .unwrap();
+    let err = handle.join().unwrap().unwrap_err();
+    assert!(matches!(err, XmlError::Transform(ref m) if m.to_lowercase().contains("recurs") || m.contains("depth")), "{err}");
+}
+
+#[test]
+fn op_limit_stops_runaway_loops() {
+    let style = Arc::new(
+        Stylesheet::compile(
+            xsl(r#"<xsl:template match="/"><xsl:for-each select="//node()|//@*"><xsl:for-each select="//node()"><xsl:for-each select="//node()"><x/></xsl:for-each></xsl:for-each></xsl:for-each></xsl:template>"#).as_bytes(),
+            "/s.xsl",
+            refuse(),
+        )
+        .unwrap(),
+    );
+    let items: String = (0..300).map(|i| format!("<i n='{i}'/>")).collect();
+    let doc = XmlDoc::parse(format!("<d>{items}</d>").as_bytes(), "/d.xml", refuse()).unwrap();
+    let limits = Limits { max_ops: 100_000, ..Limits::default() };
+    let err = style.transform(doc, "/d.xml", &[], &limits, refuse()).unwrap_err();
+    assert!(matches!(err, XmlError::Transform(_)), "{err}");
+}
+
+#[test]
+fn faithful_trees_round_trip_and_unfaithful_ones_are_flagged() {
+    let check = |body: &str| -> bool {
+        let style = Arc::new(Stylesheet::compile(xsl(body).as_bytes(), "/s.xsl", refuse()).unwrap());
+        let doc = XmlDoc::parse(b"<doc><a>1</a></doc>", "/d.xml", refuse()).unwrap();
+        style
+            .transform(doc, "/d.xml", &[], &Limits::default(), refuse())
+            .unwrap()
+            .into_doc()
+            .is_faithful()
+    };
+    assert!(check(r#"<xsl:template match="/"><r><xsl:copy-of select="doc/a"/>text</r></xsl:template>"#));
+    assert!(!check(r#"<xsl:template match="/">top-level text</xsl:template>"#));
+    assert!(!check(r#"<xsl:template match="/"><html><p>x</p></html></xsl:template>"#));
+    assert!(!check(r#"<xsl:template match="/"><r><xsl:text disable-output-escaping="yes">&lt;b/&gt;</xsl:text></r></xsl:template>"#));
+}
+
+#[test]
+fn canonical_xml_of_an_html_result_is_xml() {
+    let style = Arc::new(
+        Stylesheet::compile(
+            xsl(r#"<xsl:template match="/"><html><body><br/></body></html></xsl:template>"#).as_bytes(),
+            "/s.xsl",
+            refuse(),
+        )
+        .unwrap(),
+    );
+    let doc = XmlDoc::parse(b"<doc/>", "/d.xml", refuse()).unwrap();
+    let result = style.transform(doc, "/d.xml", &[], &Limits::default(), refuse()).unwrap();
+    assert!(result.is_html());
+    let bytes = result.into_doc().to_xml_bytes().unwrap();
+    assert_eq!(
+        String::from_utf8(bytes).unwrap(),
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<html><body><br/></body></html>\n"
+    );
+}
+
+#[test]
+fn errors_do_not_leak_between_calls() {
+    assert!(XmlDoc::parse(b"<a>", "/x.xml", refuse()).is_err());
+    let out = run(&xsl(r#"<xsl:output method="text"/><xsl:template match="/">ok</xsl:template>"#), "<doc/>").unwrap();
+    assert_eq!(out, b"ok");
+}
+
+#[test]
+fn prolog_fallback_reads_latin1_documents() {
+    let mut xml = b"<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?>\n<?xml-stylesheet href=\"a.xsl\" type=\"text/xsl\" title=\"caf".to_vec();
+    xml.push(0xE9);
+    xml.extend_from_slice(b"\"?>\n<!DOCTYPE r PUBLIC \"-//X//Y\" \"r.dtd\"><r xmlns=\"urn:x\"/>");
+    let p = prolog_via_libxml(&xml, "/d.xml").unwrap();
+    assert_eq!(p.pis, vec![("xml-stylesheet".to_string(), "href=\"a.xsl\" type=\"text/xsl\" title=\"café\"".to_string())]);
+    assert_eq!(p.doctype, Some(("r".into(), Some("-//X//Y".into()), Some("r.dtd".into()))));
+    assert_eq!(p.root, Some((None, "r".into(), Some("urn:x".into()))));
+}
+
+#[test]
+fn xpath_literals() {
+    assert_eq!(xpath_string_literal("a"), "'a'");
+    assert_eq!(xpath_string_literal("a'b"), "\"a'b\"");
+    assert_eq!(xpath_string_literal("a'b\"c"), "concat('a', \"'\", 'b\"c')");
+}

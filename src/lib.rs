@@ -1,0 +1,3 @@
+//! Axle (in progress)
+#![deny(unsafe_code)]
+pub mod ffi;
