@@ -1,3 +1,34 @@
-//! Axle (in progress)
+//! Axle: an XML transformation pipeline server in the lineage of AxKit and
+//! Apache Cocoon. Documents are served through the chain of stylesheets their
+//! `<?xml-stylesheet?>` PIs name, and results are cached by content hash.
+//!
+//! # Layout
+//! - [`ffi`]: the only `unsafe` code; libxml2/libxslt as safe RAII types.
+//! - [`prolog`]: reads PIs, DOCTYPE and root element without a full parse.
+//! - [`chain`]: PIs → the stages a document goes through.
+//! - [`language`]: the `Language`/`Stage` plug-in API; XSLT and passthru.
+//! - [`provider`]: where sources come from; confinement to the root.
+//! - [`cache`]: content hashes, keys, stat-memoized freshness, the store.
+//! - [`pipeline`]: runs chains in the three cache modes; no HTTP.
+//! - [`pool`]: the transform threads (16 MiB stacks).
+//! - [`http`]: the axum server; error mapping.
+//! - [`config`]: start-up settings.
+//!
+//! See `docs/ARCHITECTURE.md` for invariants and boundaries.
 #![deny(unsafe_code)]
+#![warn(missing_docs)]
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
+pub mod cache;
+pub mod chain;
+pub mod config;
 pub mod ffi;
+pub mod http;
+pub mod language;
+pub mod pipeline;
+pub mod pool;
+pub mod prolog;
+pub mod provider;
+
+pub use config::{CacheMode, ServeConfig};
+pub use language::{Language, Registry, Stage};

@@ -297,15 +297,19 @@ unsafe extern "C" fn entity_loader(
         return ptr::null_mut();
     }
     // SAFETY: libxml2 passes a NUL-terminated URL valid for the call.
-    let url = unsafe { CStr::from_ptr(url) }.to_string_lossy().into_owned();
+    let url = unsafe { CStr::from_ptr(url) }
+        .to_string_lossy()
+        .into_owned();
     let Some(resolver) = current_resolver() else {
         note(&format!("refused to load {url}\n"));
         return ptr::null_mut();
     };
     match resolver.load(&url) {
         Ok(loaded) => {
-            let (Ok(len), Ok(base)) = (c_int::try_from(loaded.bytes.len()), CString::new(loaded.url))
-            else {
+            let (Ok(len), Ok(base)) = (
+                c_int::try_from(loaded.bytes.len()),
+                CString::new(loaded.url),
+            ) else {
                 note(&format!("cannot load {url}: too large or bad name\n"));
                 return ptr::null_mut();
             };
@@ -406,7 +410,13 @@ impl XmlDoc {
         // SAFETY: buffer and length describe `bytes`, which outlives the call;
         // libxml2 copies what it keeps. The URL is NUL-terminated.
         let doc = unsafe {
-            sys::xmlReadMemory(bytes.as_ptr().cast(), len, c_url.as_ptr(), ptr::null(), DOC_OPTIONS)
+            sys::xmlReadMemory(
+                bytes.as_ptr().cast(),
+                len,
+                c_url.as_ptr(),
+                ptr::null(),
+                DOC_OPTIONS,
+            )
         };
         match NonNull::new(doc) {
             Some(ptr) => Ok(XmlDoc { ptr }),
@@ -507,7 +517,11 @@ impl Drop for Stylesheet {
 impl Stylesheet {
     /// Compiles the stylesheet in `bytes` whose URL (absolute path) is `url`.
     /// Imports, includes, DTDs and entities are read through `resolver`.
-    pub fn compile(bytes: &[u8], url: &str, resolver: Arc<dyn Resolver>) -> Result<Stylesheet, XmlError> {
+    pub fn compile(
+        bytes: &[u8],
+        url: &str,
+        resolver: Arc<dyn Resolver>,
+    ) -> Result<Stylesheet, XmlError> {
         let doc = XmlDoc::parse(bytes, url, resolver.clone())?;
         begin();
         let _guard = ResolverGuard::install(resolver);
@@ -621,7 +635,10 @@ impl Stylesheet {
                 }
                 let mut out = XmlDoc { ptr };
                 out.set_url(base_url);
-                Ok(ResultDoc { doc: out, style: Arc::clone(self) })
+                Ok(ResultDoc {
+                    doc: out,
+                    style: Arc::clone(self),
+                })
             }
             other => {
                 if let Some(ptr) = other {
@@ -683,7 +700,12 @@ impl ResultDoc {
         let mut len: c_int = 0;
         // SAFETY: result tree and stylesheet are live; out/len are locals.
         let rc = unsafe {
-            sys::xsltSaveResultToString(&mut out, &mut len, self.doc.ptr.as_ptr(), self.style.ptr.as_ptr())
+            sys::xsltSaveResultToString(
+                &mut out,
+                &mut len,
+                self.doc.ptr.as_ptr(),
+                self.style.ptr.as_ptr(),
+            )
         };
         // SAFETY: on success `out` is NULL (empty result) or `len` bytes from libxml2.
         let bytes = unsafe { take_buffer(out, len) };

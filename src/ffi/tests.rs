@@ -17,7 +17,10 @@ impl Resolver for MapResolver {
         self.files
             .iter()
             .find(|(name, _)| url.ends_with(name.as_str()))
-            .map(|(_, body)| Loaded { url: url.to_string(), bytes: body.as_bytes().to_vec() })
+            .map(|(_, body)| Loaded {
+                url: url.to_string(),
+                bytes: body.as_bytes().to_vec(),
+            })
             .ok_or_else(|| format!("no such file {url}"))
     }
 }
@@ -36,14 +39,19 @@ fn run_with(
     params: &[(String, String)],
     resolver: Arc<dyn Resolver>,
 ) -> Result<Vec<u8>, XmlError> {
-    let style = Arc::new(Stylesheet::compile(xsl.as_bytes(), "/site/style.xsl", resolver.clone())?);
+    let style = Arc::new(Stylesheet::compile(
+        xsl.as_bytes(),
+        "/site/style.xsl",
+        resolver.clone(),
+    )?);
     let doc = XmlDoc::parse(xml.as_bytes(), "/site/doc.xml", resolver.clone())?;
     style
         .transform(doc, "/site/doc.xml", params, &Limits::default(), resolver)?
         .serialize()
 }
 
-const XSL_HEAD: &str = r#"<xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">"#;
+const XSL_HEAD: &str =
+    r#"<xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">"#;
 
 fn xsl(body: &str) -> String {
     format!("{XSL_HEAD}{body}</xsl:stylesheet>")
@@ -110,14 +118,21 @@ fn output_settings_are_read_across_imports() {
     assert_eq!(style.output().method.as_deref(), Some("text"));
     assert_eq!(style.output().media_type.as_deref(), Some("text/x-base"));
     assert_eq!(style.output().encoding.as_deref(), Some("ISO-8859-1"));
-    assert_eq!(*resolver.asked.lock().unwrap(), vec!["/site/base.xsl".to_string()]);
+    assert_eq!(
+        *resolver.asked.lock().unwrap(),
+        vec!["/site/base.xsl".to_string()]
+    );
 }
 
 #[test]
 fn malformed_document_reports_file_and_line() {
     let err = XmlDoc::parse(b"<a>\n<b>\n</a>", "/site/bad.xml", refuse()).unwrap_err();
     match err {
-        XmlError::Parse { file, line, message } => {
+        XmlError::Parse {
+            file,
+            line,
+            message,
+        } => {
             assert_eq!(file.as_deref(), Some("/site/bad.xml"));
             assert_eq!(line, Some(3), "{message}");
             assert!(message.contains("mismatch"), "{message}");
@@ -144,8 +159,18 @@ fn invalid_stylesheet_is_an_error_not_a_crash() {
 
 #[test]
 fn params_are_string_literals_even_with_both_quotes() {
-    let style = xsl(r#"<xsl:output method="text"/><xsl:param name="p"/><xsl:template match="/">[<xsl:value-of select="$p"/>]</xsl:template>"#);
-    for value in ["plain", "it's", "say \"hi\"", "both ' and \"", "1+2", "", "'"] {
+    let style = xsl(
+        r#"<xsl:output method="text"/><xsl:param name="p"/><xsl:template match="/">[<xsl:value-of select="$p"/>]</xsl:template>"#,
+    );
+    for value in [
+        "plain",
+        "it's",
+        "say \"hi\"",
+        "both ' and \"",
+        "1+2",
+        "",
+        "'",
+    ] {
         let out = run_with(&style, "<doc/>", &[("p".into(), value.into())], refuse()).unwrap();
         assert_eq!(String::from_utf8(out).unwrap(), format!("[{value}]"));
     }
@@ -201,20 +226,28 @@ fn writing_files_is_forbidden() {
         target.display()
     );
     let err = run(&style, "<doc/>").unwrap_err();
-    assert!(matches!(err, XmlError::Transform(ref m) if m.contains("denied")), "{err}");
+    assert!(
+        matches!(err, XmlError::Transform(ref m) if m.contains("denied")),
+        "{err}"
+    );
     assert!(!target.exists());
     assert!(!dir.exists());
 }
 
 #[test]
 fn deep_recursion_stops_at_the_depth_limit() {
-    let style = xsl(r#"<xsl:template match="/"><xsl:call-template name="r"/></xsl:template><xsl:template name="r"><xsl:if test="true()"><xsl:call-template name="r"/></xsl:if></xsl:template>"#);
+    let style = xsl(
+        r#"<xsl:template match="/"><xsl:call-template name="r"/></xsl:template><xsl:template name="r"><xsl:if test="true()"><xsl:call-template name="r"/></xsl:if></xsl:template>"#,
+    );
     let handle = std::thread::Builder::new()
         .stack_size(16 << 20)
         .spawn(move || run(&style, "<doc/>"))
         .unwrap();
     let err = handle.join().unwrap().unwrap_err();
-    assert!(matches!(err, XmlError::Transform(ref m) if m.to_lowercase().contains("recurs") || m.contains("depth")), "{err}");
+    assert!(
+        matches!(err, XmlError::Transform(ref m) if m.to_lowercase().contains("recurs") || m.contains("depth")),
+        "{err}"
+    );
 }
 
 #[test]
@@ -229,15 +262,21 @@ fn op_limit_stops_runaway_loops() {
     );
     let items: String = (0..300).map(|i| format!("<i n='{i}'/>")).collect();
     let doc = XmlDoc::parse(format!("<d>{items}</d>").as_bytes(), "/d.xml", refuse()).unwrap();
-    let limits = Limits { max_ops: 100_000, ..Limits::default() };
-    let err = style.transform(doc, "/d.xml", &[], &limits, refuse()).unwrap_err();
+    let limits = Limits {
+        max_ops: 100_000,
+        ..Limits::default()
+    };
+    let err = style
+        .transform(doc, "/d.xml", &[], &limits, refuse())
+        .unwrap_err();
     assert!(matches!(err, XmlError::Transform(_)), "{err}");
 }
 
 #[test]
 fn faithful_trees_round_trip_and_unfaithful_ones_are_flagged() {
     let check = |body: &str| -> bool {
-        let style = Arc::new(Stylesheet::compile(xsl(body).as_bytes(), "/s.xsl", refuse()).unwrap());
+        let style =
+            Arc::new(Stylesheet::compile(xsl(body).as_bytes(), "/s.xsl", refuse()).unwrap());
         let doc = XmlDoc::parse(b"<doc><a>1</a></doc>", "/d.xml", refuse()).unwrap();
         style
             .transform(doc, "/d.xml", &[], &Limits::default(), refuse())
@@ -245,24 +284,35 @@ fn faithful_trees_round_trip_and_unfaithful_ones_are_flagged() {
             .into_doc()
             .is_faithful()
     };
-    assert!(check(r#"<xsl:template match="/"><r><xsl:copy-of select="doc/a"/>text</r></xsl:template>"#));
-    assert!(!check(r#"<xsl:template match="/">top-level text</xsl:template>"#));
-    assert!(!check(r#"<xsl:template match="/"><html><p>x</p></html></xsl:template>"#));
-    assert!(!check(r#"<xsl:template match="/"><r><xsl:text disable-output-escaping="yes">&lt;b/&gt;</xsl:text></r></xsl:template>"#));
+    assert!(check(
+        r#"<xsl:template match="/"><r><xsl:copy-of select="doc/a"/>text</r></xsl:template>"#
+    ));
+    assert!(!check(
+        r#"<xsl:template match="/">top-level text</xsl:template>"#
+    ));
+    assert!(!check(
+        r#"<xsl:template match="/"><html><p>x</p></html></xsl:template>"#
+    ));
+    assert!(!check(
+        r#"<xsl:template match="/"><r><xsl:text disable-output-escaping="yes">&lt;b/&gt;</xsl:text></r></xsl:template>"#
+    ));
 }
 
 #[test]
 fn canonical_xml_of_an_html_result_is_xml() {
     let style = Arc::new(
         Stylesheet::compile(
-            xsl(r#"<xsl:template match="/"><html><body><br/></body></html></xsl:template>"#).as_bytes(),
+            xsl(r#"<xsl:template match="/"><html><body><br/></body></html></xsl:template>"#)
+                .as_bytes(),
             "/s.xsl",
             refuse(),
         )
         .unwrap(),
     );
     let doc = XmlDoc::parse(b"<doc/>", "/d.xml", refuse()).unwrap();
-    let result = style.transform(doc, "/d.xml", &[], &Limits::default(), refuse()).unwrap();
+    let result = style
+        .transform(doc, "/d.xml", &[], &Limits::default(), refuse())
+        .unwrap();
     assert!(result.is_html());
     let bytes = result.into_doc().to_xml_bytes().unwrap();
     assert_eq!(
@@ -274,7 +324,11 @@ fn canonical_xml_of_an_html_result_is_xml() {
 #[test]
 fn errors_do_not_leak_between_calls() {
     assert!(XmlDoc::parse(b"<a>", "/x.xml", refuse()).is_err());
-    let out = run(&xsl(r#"<xsl:output method="text"/><xsl:template match="/">ok</xsl:template>"#), "<doc/>").unwrap();
+    let out = run(
+        &xsl(r#"<xsl:output method="text"/><xsl:template match="/">ok</xsl:template>"#),
+        "<doc/>",
+    )
+    .unwrap();
     assert_eq!(out, b"ok");
 }
 
@@ -284,8 +338,17 @@ fn prolog_fallback_reads_latin1_documents() {
     xml.push(0xE9);
     xml.extend_from_slice(b"\"?>\n<!DOCTYPE r PUBLIC \"-//X//Y\" \"r.dtd\"><r xmlns=\"urn:x\"/>");
     let p = prolog_via_libxml(&xml, "/d.xml").unwrap();
-    assert_eq!(p.pis, vec![("xml-stylesheet".to_string(), "href=\"a.xsl\" type=\"text/xsl\" title=\"café\"".to_string())]);
-    assert_eq!(p.doctype, Some(("r".into(), Some("-//X//Y".into()), Some("r.dtd".into()))));
+    assert_eq!(
+        p.pis,
+        vec![(
+            "xml-stylesheet".to_string(),
+            "href=\"a.xsl\" type=\"text/xsl\" title=\"café\"".to_string()
+        )]
+    );
+    assert_eq!(
+        p.doctype,
+        Some(("r".into(), Some("-//X//Y".into()), Some("r.dtd".into())))
+    );
     assert_eq!(p.root, Some((None, "r".into(), Some("urn:x".into()))));
 }
 

@@ -1,0 +1,27 @@
+//! Caching: content hashes and keys ([`key`]), the stat-memoized file hashes
+//! that make freshness checks cheap ([`fingerprint`]), and the bounded,
+//! byte-weighed output store ([`store`]) that coalesces concurrent misses.
+//!
+//! The cache never decides *what* a key covers for a stage; the pipeline
+//! builds keys here from content hashes only.
+
+mod fingerprint;
+mod key;
+mod store;
+
+pub use fingerprint::{Fingerprints, Stamp};
+pub use key::{ContentHash, KEY_CONTEXT, Key, KeyBuilder};
+pub use store::{Entry, Store};
+
+use std::path::PathBuf;
+
+/// A file an output was computed from, beyond those in its key (a
+/// `document()` target, an external entity, a DTD), with the content hash it
+/// had. An entry whose dependency changed is stale.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Dep {
+    /// Absolute path (under the root).
+    pub path: PathBuf,
+    /// Content hash when read.
+    pub hash: ContentHash,
+}

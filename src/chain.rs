@@ -1,0 +1,290 @@
+//! Chain selection: which stages a document goes through, from its
+//! `<?xml-stylesheet?>` PIs. Pure: no I/O beyond confining the hrefs.
+//!
+//! Today: every PI that is not `alternate="yes"`, in document order, whose
+//! type has a registered Language (others, such as `text/css` for browsers,
+//! are skipped). [`Selection`] carries the chosen style and media so the
+//! AxKit rules (titles, media, config processors) slot in here later.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::language::{Language, Registry};
+use crate::prolog::{Prolog, StylesheetPi};
+use crate::provider::{ConfinedPath, ProviderError, confine};
+
+/// The style and media a request asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Selection {
+    /// The chosen style (`None`: the default chain).
+    pub style: Option<String>,
+    /// The chosen media (`screen` by default).
+    pub media: String,
+}
+
+impl Default for Selection {
+    fn default() -> Self {
+        Selection {
+            style: None,
+            media: "screen".to_string(),
+        }
+    }
+}
+
+/// One stage of a chain, before compilation.
+#[derive(Clone)]
+pub struct StageSpec {
+    /// The PI's type.
+    pub mime: String,
+    /// The PI's href as written.
+    pub href: String,
+    /// The Language that runs it.
+    pub language: Arc<dyn Language>,
+    /// The stylesheet (resource) it names, confined to the root.
+    pub resource: ConfinedPath,
+}
+
+impl std::fmt::Debug for StageSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StageSpec")
+            .field("language", &self.language.name())
+            .field("resource", &self.resource.rel())
+            .finish()
+    }
+}
+
+/// Why a chain cannot be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ChainError {
+    /// The stylesheet a PI names does not exist.
+    #[error("stylesheet {href} (named by {document}) was not found")]
+    Missing {
+        /// The href as written.
+        href: String,
+        /// The document naming it.
+        document: String,
+    },
+    /// The href points outside the root or off this machine.
+    #[error("stylesheet {href} (named by {document}) is outside the document root")]
+    Outside {
+        /// The href as written.
+        href: String,
+        /// The document naming it.
+        document: String,
+    },
+    /// `href="#id"`: a stylesheet embedded in the document.
+    #[error("embedded stylesheets (href=\"{href}\" in {document}) are not supported yet")]
+    Embedded {
+        /// The href as written.
+        href: String,
+        /// The document naming it.
+        document: String,
+    },
+}
+
+/// The PIs that apply for `selection`, in chain order.
+pub fn applicable<'p>(prolog: &'p Prolog, selection: &Selection) -> Vec<&'p StylesheetPi> {
+    let _ = selection; // style/media choosers arrive with AxKit chain selection
+    prolog
+        .stylesheets
+        .iter()
+        .filter(|pi| !pi.alternate)
+        .collect()
+}
+
+/// Builds the chain for the document at `doc` (root-relative URL path).
+pub fn select(
+    prolog: &Prolog,
+    doc: &str,
+    root: &Path,
+    registry: &Registry,
+    selection: &Selection,
+) -> Result<Vec<StageSpec>, ChainError> {
+    let mut stages = Vec::new();
+    for pi in applicable(prolog, selection) {
+        let Some(language) = registry.lookup(&pi.r#type, &pi.href) else {
+            tracing::debug!(document = doc, r#type = %pi.r#type, "skipping PI of unregistered type");
+            continue;
+        };
+        let err_doc = || doc.to_string();
+        if pi.href.starts_with('#') {
+            return Err(ChainError::Embedded {
+                href: pi.href.clone(),
+                document: err_doc(),
+            });
+        }
+        let Some(url) = resolve_href(doc, &pi.href) else {
+            return Err(ChainError::Outside {
+                href: pi.href.clone(),
+                document: err_doc(),
+            });
+        };
+        let resource = match confine(root, &url) {
+            Ok(p) => p,
+            Err(ProviderError::NotFound(_)) => {
+                return Err(ChainError::Missing {
+                    href: pi.href.clone(),
+                    document: err_doc(),
+                });
+            }
+            Err(_) => {
+                return Err(ChainError::Outside {
+                    href: pi.href.clone(),
+                    document: err_doc(),
+                });
+            }
+        };
+        stages.push(StageSpec {
+            mime: pi.r#type.clone(),
+            href: pi.href.clone(),
+            language,
+            resource,
+        });
+    }
+    Ok(stages)
+}
+
+/// Resolves `href` against the document at root-relative URL path `base`,
+/// returning a root-relative URL path with dot segments removed, or `None`
+/// when it names another host or climbs above the root.
+pub fn resolve_href(base: &str, href: &str) -> Option<String> {
+    let href = href.split(['?', '#']).next().unwrap_or("");
+    if href.is_empty() {
+        return None;
+    }
+    // A network path or a scheme (http:, file:, ...): never under the root.
+    if href.starts_with("//") {
+        return None;
+    }
+    if let Some(colon) = href.find(':') {
+        if !href[..colon].contains('/') {
+            return None;
+        }
+    }
+    let joined = if href.starts_with('/') {
+        href.to_string()
+    } else {
+        let dir = match base.rfind('/') {
+            Some(i) => &base[..=i],
+            None => "/",
+        };
+        format!("{dir}{href}")
+    };
+    let mut out: Vec<&str> = Vec::new();
+    for seg in joined.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => {
+                out.pop()?;
+            }
+            s => out.push(s),
+        }
+    }
+    Some(format!("/{}", out.join("/")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hrefs_resolve_against_the_document() {
+        assert_eq!(
+            resolve_href("/a/b/doc.xml", "s.xsl").as_deref(),
+            Some("/a/b/s.xsl")
+        );
+        assert_eq!(
+            resolve_href("/a/b/doc.xml", "../s.xsl").as_deref(),
+            Some("/a/s.xsl")
+        );
+        assert_eq!(
+            resolve_href("/a/b/doc.xml", "/x/s.xsl").as_deref(),
+            Some("/x/s.xsl")
+        );
+        assert_eq!(
+            resolve_href("/doc.xml", "./s.xsl").as_deref(),
+            Some("/s.xsl")
+        );
+        assert_eq!(
+            resolve_href("/doc.xml", "s.xsl?v=2").as_deref(),
+            Some("/s.xsl")
+        );
+        assert_eq!(resolve_href("/doc.xml", "../s.xsl"), None);
+        assert_eq!(resolve_href("/doc.xml", "http://example.com/s.xsl"), None);
+        assert_eq!(resolve_href("/doc.xml", "file:///etc/passwd"), None);
+        assert_eq!(resolve_href("/doc.xml", "//host/s.xsl"), None);
+        assert_eq!(resolve_href("/doc.xml", ""), None);
+    }
+
+    fn pi(href: &str, ty: &str, alternate: bool) -> StylesheetPi {
+        StylesheetPi {
+            href: href.into(),
+            r#type: ty.into(),
+            alternate,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn chains_follow_document_order_skipping_alternates_and_unknown_types() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        for f in ["a.xsl", "b.xsl", "c.xsl"] {
+            std::fs::write(root.join(f), "x").unwrap();
+        }
+        let prolog = Prolog {
+            stylesheets: vec![
+                pi("a.xsl", "text/xsl", false),
+                pi("style.css", "text/css", false),
+                pi("c.xsl", "text/xsl", true),
+                pi("/b.xsl", "text/xsl", false),
+            ],
+            ..Default::default()
+        };
+        let chain = select(
+            &prolog,
+            "/doc.xml",
+            &root,
+            &Registry::default(),
+            &Selection::default(),
+        )
+        .unwrap();
+        let names: Vec<&str> = chain.iter().map(|s| s.resource.rel()).collect();
+        assert_eq!(names, ["/a.xsl", "/b.xsl"]);
+    }
+
+    #[test]
+    fn missing_and_outside_stylesheets_are_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let reg = Registry::default();
+        let one = |href: &str| Prolog {
+            stylesheets: vec![pi(href, "text/xsl", false)],
+            ..Default::default()
+        };
+        assert!(matches!(
+            select(
+                &one("nope.xsl"),
+                "/d.xml",
+                &root,
+                &reg,
+                &Selection::default()
+            ),
+            Err(ChainError::Missing { .. })
+        ));
+        assert!(matches!(
+            select(
+                &one("../x.xsl"),
+                "/d.xml",
+                &root,
+                &reg,
+                &Selection::default()
+            ),
+            Err(ChainError::Outside { .. })
+        ));
+        assert!(matches!(
+            select(&one("#s"), "/d.xml", &root, &reg, &Selection::default()),
+            Err(ChainError::Embedded { .. })
+        ));
+    }
+}

@@ -1,0 +1,121 @@
+//! Start-up settings shared by the CLI, the server and the tests: the cache
+//! mode, the memory budget, the document root and the transform limits.
+//! Parsing of human sizes (`256MiB`) lives here so every entry point agrees.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use crate::ffi::Limits;
+
+/// How transform results are cached (chosen at start-up, `--cache`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
+pub enum CacheMode {
+    /// Compute every response (AxKit's `AxNoCache`); compiled stylesheets are
+    /// still reused.
+    Off,
+    /// All-or-nothing: only the final response is cached, under one key over
+    /// the whole chain (what AxKit did).
+    All,
+    /// Every stage's output is cached under its own key, with early cut-off.
+    Incremental,
+}
+
+impl CacheMode {
+    /// The name used on the command line and in logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CacheMode::Off => "off",
+            CacheMode::All => "all",
+            CacheMode::Incremental => "incremental",
+        }
+    }
+}
+
+impl std::fmt::Display for CacheMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Everything a server (or an embedded pipeline) needs at start-up.
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    /// The document root; nothing outside it is ever read.
+    pub root: PathBuf,
+    /// Where to listen.
+    pub listen: SocketAddr,
+    /// The cache strategy.
+    pub cache_mode: CacheMode,
+    /// Memory budget of the output cache, in bytes.
+    pub cache_size: u64,
+    /// Per-transform limits.
+    pub limits: Limits,
+    /// Transform worker threads (0: one per CPU).
+    pub workers: usize,
+}
+
+impl ServeConfig {
+    /// Defaults for `root`: loopback port 8080, incremental cache, 256 MiB.
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        ServeConfig {
+            root: root.into(),
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            cache_mode: CacheMode::Incremental,
+            cache_size: DEFAULT_CACHE_SIZE,
+            limits: Limits::default(),
+            workers: 0,
+        }
+    }
+}
+
+/// The default output cache budget: 256 MiB.
+pub const DEFAULT_CACHE_SIZE: u64 = 256 << 20;
+
+/// Parses a size such as `1048576`, `512k`, `256M`, `256MiB`, `1G` or `1GB`
+/// (binary multiples in every spelling: a cache budget is about memory).
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (digits, unit) = t.split_at(split);
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("'{text}' is not a size (examples: 64MiB, 1G, 1048576)"))?;
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        "t" | "tb" | "tib" => 40,
+        other => {
+            return Err(format!(
+                "unknown size unit '{other}' in '{text}' (use k, M, G)"
+            ));
+        }
+    };
+    n.checked_mul(1u64 << shift)
+        .ok_or_else(|| format!("size '{text}' is too large"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_in_every_spelling() {
+        for (text, want) in [
+            ("0", 0),
+            ("1048576", 1 << 20),
+            ("512k", 512 << 10),
+            ("256M", 256 << 20),
+            ("256MiB", 256 << 20),
+            ("256 mb", 256 << 20),
+            ("1G", 1 << 30),
+            ("2GB", 2 << 30),
+        ] {
+            assert_eq!(parse_size(text), Ok(want), "{text}");
+        }
+        for bad in ["", "MiB", "12Q", "-1", "99999999999999999999T"] {
+            assert!(parse_size(bad).is_err(), "{bad}");
+        }
+    }
+}

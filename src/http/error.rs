@@ -1,0 +1,133 @@
+//! The HTTP boundary's error type and its one mapping to status codes and
+//! error pages. Pages name our files (root-relative) and lines, never
+//! absolute paths and never content from outside the root.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+use crate::chain::ChainError;
+use crate::pipeline::PipelineError;
+use crate::provider::ProviderError;
+
+/// An error answer.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum HttpError {
+    /// 404: nothing there, or a path that tries to leave the root.
+    #[error("not found: {0}")]
+    NotFound(String),
+    /// 405: only GET and HEAD are served.
+    #[error("method not allowed")]
+    MethodNotAllowed,
+    /// 400: a request Axle cannot take.
+    #[error("bad request: {0}")]
+    BadRequest(String),
+    /// 500: the document or a stylesheet is broken.
+    #[error("{title}: {detail}")]
+    Render {
+        /// Short title.
+        title: &'static str,
+        /// What went wrong, with file and line where known.
+        detail: String,
+    },
+}
+
+impl HttpError {
+    /// Maps a pipeline error, removing the absolute root from messages.
+    pub fn from_pipeline(err: PipelineError, root: &std::path::Path) -> HttpError {
+        let root_text = root.display().to_string();
+        let clean = |s: String| s.replace(&root_text, "");
+        match err {
+            PipelineError::Provider(ProviderError::NotFound(p) | ProviderError::Outside(p)) => {
+                HttpError::NotFound(clean(p))
+            }
+            PipelineError::Provider(e @ ProviderError::Unreadable { .. }) => HttpError::Render {
+                title: "Unreadable document",
+                detail: clean(e.to_string()),
+            },
+            PipelineError::Chain(e @ ChainError::Missing { .. }) => HttpError::Render {
+                title: "Missing stylesheet",
+                detail: clean(e.to_string()),
+            },
+            PipelineError::Chain(e) => HttpError::Render {
+                title: "Unusable stylesheet",
+                detail: clean(e.to_string()),
+            },
+            e @ PipelineError::Source { .. } => HttpError::Render {
+                title: "Malformed document",
+                detail: clean(e.to_string()),
+            },
+            e @ PipelineError::Compile { .. } => HttpError::Render {
+                title: "Broken stylesheet",
+                detail: clean(e.to_string()),
+            },
+            e @ PipelineError::Stage { .. } => HttpError::Render {
+                title: "Transformation failed",
+                detail: clean(e.to_string()),
+            },
+            e => HttpError::Render {
+                title: "Internal error",
+                detail: clean(e.to_string()),
+            },
+        }
+    }
+
+    /// The status code.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            HttpError::NotFound(_) => StatusCode::NOT_FOUND,
+            HttpError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            HttpError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            HttpError::Render { .. } => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+}
+
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+impl IntoResponse for HttpError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        let (title, detail) = match &self {
+            HttpError::NotFound(_) => (
+                "Not found",
+                "There is no document at this address.".to_string(),
+            ),
+            HttpError::MethodNotAllowed => (
+                "Method not allowed",
+                "Axle serves GET and HEAD requests.".to_string(),
+            ),
+            HttpError::BadRequest(why) => ("Bad request", why.clone()),
+            HttpError::Render { title, detail } => (*title, detail.clone()),
+        };
+        let body = format!(
+            "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{code} {title}</title></head>\n\
+             <body><h1>{code} {title}</h1>\n<pre>{detail}</pre>\n<hr><address>Axle</address></body></html>\n",
+            code = status.as_u16(),
+            title = escape(title),
+            detail = escape(&detail),
+        );
+        let mut response = (status, body).into_response();
+        let headers = response.headers_mut();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/html; charset=UTF-8"),
+        );
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        if matches!(self, HttpError::MethodNotAllowed) {
+            headers.insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+        }
+        response
+    }
+}

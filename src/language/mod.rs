@@ -1,0 +1,175 @@
+//! Languages: the pipeline's stages, and the public plug-in API.
+//!
+//! A [`Language`] compiles a stage's resource (for XSLT, the stylesheet named
+//! by an `<?xml-stylesheet?>` PI) into a [`Stage`], once; the stage then runs
+//! for many documents, on several threads at once. A stage takes its input as
+//! a tree or as bytes ([`StageData`]) and returns either; the pipeline makes
+//! sure the hand-off never changes the final bytes. The [`Registry`] maps
+//! stylesheet MIME types to Languages.
+//!
+//! Writing a Language: implement [`Language::compile`] and [`Stage::run`],
+//! register it with [`Registry::register`] under a MIME type, and name that
+//! type in a document's `<?xml-stylesheet type="..." href="..."?>`. See
+//! `examples/custom_language.rs`.
+
+mod passthru;
+mod registry;
+mod xslt;
+
+pub use passthru::Passthru;
+pub use registry::Registry;
+pub use xslt::Xslt;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use crate::ffi::{Limits, XmlDoc, XmlError};
+use crate::provider::{RootResolver, confine};
+
+/// A kind of pipeline stage (XSLT, passthru, a plug-in).
+pub trait Language: Send + Sync + 'static {
+    /// A stable, unique name. It is part of every cache key of the stages
+    /// this Language runs.
+    fn name(&self) -> &str;
+
+    /// Bump when the same input and resource would now give other output, so
+    /// that cached results of older versions are not served.
+    fn version(&self) -> u32 {
+        1
+    }
+
+    /// Compiles the stage's resource. Everything the compiled stage depends
+    /// on must be read here, through `resource` (so it is tracked), and the
+    /// stage must then be a pure function of its input and params.
+    fn compile(&self, resource: &Resource<'_>) -> Result<Arc<dyn Stage>, LanguageError>;
+}
+
+/// One compiled stage, shared by every request that uses it.
+pub trait Stage: Send + Sync {
+    /// Runs the stage on `input`. When `ctx.is_final` the output must be
+    /// the response bytes; otherwise a tree or bytes for the next stage.
+    fn run(&self, input: StageData, ctx: &StageContext<'_>) -> Result<StageOutput, LanguageError>;
+}
+
+/// The resource a stage is compiled from.
+#[derive(Debug)]
+pub struct Resource<'a> {
+    /// Absolute path of the resource (under the root).
+    pub path: &'a Path,
+    /// Its bytes, as hashed for the cache key.
+    pub bytes: &'a [u8],
+    /// Confined reader for anything else the compile needs (recorded).
+    pub resolver: &'a Arc<RootResolver>,
+}
+
+impl Resource<'_> {
+    /// Reads another file under the root, relative to this resource's
+    /// directory (or root-relative with a leading `/`), recording it as part
+    /// of the stage's closure.
+    pub fn read_related(&self, href: &str) -> Result<Vec<u8>, LanguageError> {
+        read_relative(self.resolver, self.path, href)
+    }
+}
+
+/// What a running stage knows about its request.
+#[derive(Debug)]
+pub struct StageContext<'a> {
+    /// Base URL of the document (its absolute path): relative `document()`
+    /// and entity references resolve against it.
+    pub base_url: &'a str,
+    /// Stylesheet parameters (name, string value), sorted by name.
+    pub params: &'a [(String, String)],
+    /// Is this the last stage (whose output is the response)?
+    pub is_final: bool,
+    /// Transform limits.
+    pub limits: &'a Limits,
+    /// Confined, recording reader for files the stage reads while running.
+    pub resolver: &'a Arc<RootResolver>,
+}
+
+impl StageContext<'_> {
+    /// Reads a file under the root relative to the document (or
+    /// root-relative with a leading `/`), recording it as a dependency.
+    pub fn read_related(&self, href: &str) -> Result<Vec<u8>, LanguageError> {
+        read_relative(self.resolver, Path::new(self.base_url), href)
+    }
+}
+
+fn read_relative(
+    resolver: &Arc<RootResolver>,
+    base: &Path,
+    href: &str,
+) -> Result<Vec<u8>, LanguageError> {
+    let root = resolver.root();
+    let base_rel = base
+        .strip_prefix(root)
+        .map(|p| format!("/{}", p.display()))
+        .unwrap_or_else(|_| "/".to_string());
+    let url = crate::chain::resolve_href(&base_rel, href)
+        .ok_or_else(|| LanguageError::Failed(format!("{href} leaves the document root")))?;
+    let path = confine(root, &url).map_err(|e| LanguageError::Failed(e.to_string()))?;
+    resolver
+        .read_recorded(&path)
+        .map(|(bytes, _)| bytes)
+        .map_err(|e| LanguageError::Failed(e.to_string()))
+}
+
+/// A document between stages: a libxml2 tree or serialized bytes.
+#[derive(Debug)]
+pub enum StageData {
+    /// Serialized bytes (XML for intermediate stages, unless a stage says
+    /// otherwise).
+    Bytes(Bytes),
+    /// A tree, handed on without re-parsing.
+    Dom(XmlDoc),
+}
+
+impl StageData {
+    /// The bytes: serializes a tree as plain UTF-8 XML.
+    pub fn into_bytes(self) -> Result<Bytes, LanguageError> {
+        match self {
+            StageData::Bytes(b) => Ok(b),
+            StageData::Dom(doc) => Ok(Bytes::from(doc.to_xml_bytes()?)),
+        }
+    }
+
+    /// The tree: parses bytes (with the document's base URL, reading any
+    /// external entity through `resolver`).
+    pub fn into_dom(
+        self,
+        base_url: &str,
+        resolver: &Arc<RootResolver>,
+    ) -> Result<XmlDoc, LanguageError> {
+        match self {
+            StageData::Dom(doc) => Ok(doc),
+            StageData::Bytes(b) => Ok(XmlDoc::parse(&b, base_url, resolver.clone())?),
+        }
+    }
+}
+
+/// A stage's result.
+#[derive(Debug)]
+pub struct StageOutput {
+    /// The document.
+    pub data: StageData,
+    /// For the final stage: the response's Content-Type (None: the default,
+    /// `text/html; charset=UTF-8`).
+    pub content_type: Option<String>,
+}
+
+/// Why a stage failed.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum LanguageError {
+    /// libxml2/libxslt reported an error.
+    #[error(transparent)]
+    Xml(#[from] XmlError),
+    /// The stage's input is not what it can process.
+    #[error("unusable input: {0}")]
+    Input(String),
+    /// Anything else, in words.
+    #[error("{0}")]
+    Failed(String),
+}

@@ -1,0 +1,120 @@
+//! The MIME type → Language map used to turn `<?xml-stylesheet?>` PIs into
+//! stages.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::{Language, Passthru, Xslt};
+
+/// Maps stylesheet MIME types to Languages.
+#[derive(Clone)]
+pub struct Registry {
+    by_type: HashMap<String, Arc<dyn Language>>,
+    /// Types that mean XSLT only when the href ends in `.xsl`/`.xslt`
+    /// (`application/xml`, `text/xml`: generic XML types browsers also use).
+    xml_types: Vec<String>,
+    xslt: Arc<dyn Language>,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut types: Vec<(&str, &str)> = self
+            .by_type
+            .iter()
+            .map(|(t, l)| (t.as_str(), l.name()))
+            .collect();
+        types.sort_unstable();
+        f.debug_struct("Registry").field("types", &types).finish()
+    }
+}
+
+impl Default for Registry {
+    /// XSLT for `text/xsl`, `application/xslt+xml` and `text/xslt`, and for
+    /// `application/xml`/`text/xml` with an `.xsl`/`.xslt` href; passthru for
+    /// `application/x-axle-passthru`.
+    fn default() -> Self {
+        let xslt: Arc<dyn Language> = Arc::new(Xslt);
+        let mut r = Registry {
+            by_type: HashMap::new(),
+            xml_types: vec!["application/xml".into(), "text/xml".into()],
+            xslt: Arc::clone(&xslt),
+        };
+        for t in ["text/xsl", "application/xslt+xml", "text/xslt"] {
+            r.register(t, Arc::clone(&xslt));
+        }
+        r.register("application/x-axle-passthru", Arc::new(Passthru));
+        r
+    }
+}
+
+impl Registry {
+    /// An empty registry (no types at all).
+    pub fn empty() -> Self {
+        Registry {
+            by_type: HashMap::new(),
+            xml_types: Vec::new(),
+            xslt: Arc::new(Xslt),
+        }
+    }
+
+    /// Maps `mime` (case-insensitive, parameters ignored) to `language`,
+    /// replacing any earlier mapping.
+    pub fn register(&mut self, mime: &str, language: Arc<dyn Language>) -> &mut Self {
+        self.by_type.insert(normalize(mime), language);
+        self
+    }
+
+    /// The Language for a PI's `type` and `href`, if any.
+    pub fn lookup(&self, mime: &str, href: &str) -> Option<Arc<dyn Language>> {
+        let mime = normalize(mime);
+        if let Some(lang) = self.by_type.get(&mime) {
+            return Some(Arc::clone(lang));
+        }
+        let path = href
+            .split(['?', '#'])
+            .next()
+            .unwrap_or(href)
+            .to_ascii_lowercase();
+        if self.xml_types.contains(&mime) && (path.ends_with(".xsl") || path.ends_with(".xslt")) {
+            return Some(Arc::clone(&self.xslt));
+        }
+        None
+    }
+}
+
+fn normalize(mime: &str) -> String {
+    mime.split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_types() {
+        let r = Registry::default();
+        assert_eq!(r.lookup("text/xsl", "a.xsl").unwrap().name(), "xslt");
+        assert_eq!(
+            r.lookup("TEXT/XSL; charset=utf-8", "a").unwrap().name(),
+            "xslt"
+        );
+        assert_eq!(
+            r.lookup("application/xslt+xml", "a").unwrap().name(),
+            "xslt"
+        );
+        assert_eq!(
+            r.lookup("application/xml", "/s/a.XSL").unwrap().name(),
+            "xslt"
+        );
+        assert!(r.lookup("application/xml", "a.xml").is_none());
+        assert!(r.lookup("text/css", "a.css").is_none());
+        assert_eq!(
+            r.lookup("application/x-axle-passthru", "x").unwrap().name(),
+            "passthru"
+        );
+    }
+}

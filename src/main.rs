@@ -1,0 +1,178 @@
+//! The `axle` command: `serve` a document root, or `render` one document to
+//! stdout. Thin: parses arguments and calls the library.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use axle::Registry;
+use axle::config::{CacheMode, DEFAULT_CACHE_SIZE, ServeConfig, parse_size};
+use axle::http::HttpError;
+use axle::pipeline::{Pipeline, RenderRequest};
+use axle::provider::{Provider, ResourceKind};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "axle",
+    version,
+    about = "Serve XML through stylesheet chains, cached by content hash"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Serve a document root over HTTP.
+    Serve {
+        /// The document root (default: the bundled samples/).
+        #[arg(long, default_value_os_t = default_root())]
+        root: PathBuf,
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        listen: SocketAddr,
+        /// Cache strategy.
+        #[arg(long, value_enum, default_value_t = CacheMode::Incremental)]
+        cache: CacheMode,
+        /// Memory budget of the output cache (e.g. 256MiB, 1G).
+        #[arg(long, value_parser = parse_size, default_value_t = DEFAULT_CACHE_SIZE)]
+        cache_size: u64,
+        /// Transform threads (0: one per CPU).
+        #[arg(long, default_value_t = 0)]
+        workers: usize,
+    },
+    /// Render one document through its chain to stdout (like xsltproc, but
+    /// following the document's <?xml-stylesheet?> PIs).
+    Render {
+        /// The document.
+        file: PathBuf,
+        /// A stylesheet parameter (repeatable), passed as a string.
+        #[arg(long = "param", value_parser = parse_param)]
+        params: Vec<(String, String)>,
+        /// The document root that hrefs like "/stylesheets/x.xsl" resolve
+        /// against (default: the current directory if it contains FILE,
+        /// else FILE's directory).
+        #[arg(long)]
+        root: Option<PathBuf>,
+    },
+}
+
+fn default_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("samples")
+}
+
+fn parse_param(text: &str) -> Result<(String, String), String> {
+    text.split_once('=')
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .ok_or_else(|| format!("'{text}' is not name=value"))
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("axle=info,warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    axle::ffi::init();
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("axle: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = match cli.command {
+        Command::Serve {
+            root,
+            listen,
+            cache,
+            cache_size,
+            workers,
+        } => {
+            let mut config = ServeConfig::new(root);
+            config.listen = listen;
+            config.cache_mode = cache;
+            config.cache_size = cache_size;
+            config.workers = workers;
+            runtime
+                .block_on(axle::http::serve(&config, Registry::default()))
+                .map_err(|e| e.to_string())
+        }
+        Command::Render { file, params, root } => runtime.block_on(render(&file, params, root)),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("axle: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn render(
+    file: &Path,
+    params: Vec<(String, String)>,
+    root: Option<PathBuf>,
+) -> Result<(), String> {
+    let file = file
+        .canonicalize()
+        .map_err(|e| format!("{}: {e}", file.display()))?;
+    let root = match root {
+        Some(r) => r
+            .canonicalize()
+            .map_err(|e| format!("{}: {e}", r.display()))?,
+        None => {
+            let cwd = std::env::current_dir().map_err(|e| e.to_string())?;
+            match cwd.canonicalize() {
+                Ok(c) if file.starts_with(&c) => c,
+                _ => file.parent().map(Path::to_path_buf).unwrap_or_default(),
+            }
+        }
+    };
+    let rel = file.strip_prefix(&root).map_err(|_| {
+        format!(
+            "{} is not under the root {}",
+            file.display(),
+            root.display()
+        )
+    })?;
+    let mut config = ServeConfig::new(&root);
+    config.cache_mode = CacheMode::Off;
+    let pipeline = Pipeline::new(&config, Registry::default()).map_err(|e| e.to_string())?;
+    let url: String = rel
+        .components()
+        .map(|c| {
+            percent_encoding::utf8_percent_encode(
+                &c.as_os_str().to_string_lossy(),
+                percent_encoding::NON_ALPHANUMERIC,
+            )
+            .to_string()
+        })
+        .collect::<Vec<_>>()
+        .join("/");
+    let located = pipeline
+        .provider()
+        .locate(&format!("/{url}"))
+        .map_err(|e| e.to_string())?;
+    if located.kind != ResourceKind::File {
+        return Err(format!("{} is not a file", file.display()));
+    }
+    let rendered = pipeline
+        .render(&located, &RenderRequest::with_params(params))
+        .await
+        .map_err(|e| HttpError::from_pipeline(e, &root).to_string())?;
+    let mut out = std::io::stdout().lock();
+    out.write_all(&rendered.body)
+        .and_then(|()| out.flush())
+        .map_err(|e| e.to_string())
+}

@@ -1,0 +1,136 @@
+//! Compiled stages, cached by (Language, resource path) and checked for
+//! freshness on every use: one `stat` per file of the stage's closure (the
+//! stylesheet and everything it imported, included or loaded as a DTD or
+//! entity while compiling). A changed file means a recompile.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use super::{PipelineError, Stats};
+use crate::cache::{ContentHash, Dep, Fingerprints, KeyBuilder};
+use crate::chain::StageSpec;
+use crate::language::{Resource, Stage};
+use crate::pool::Pool;
+use crate::provider::FileProvider;
+
+/// A compiled stage and the content it was compiled from.
+pub struct CompiledStage {
+    /// The runnable stage.
+    pub stage: Arc<dyn Stage>,
+    /// Hash over the Language (name and version) and every file of the
+    /// closure: the stage's identity in cache keys.
+    pub closure: ContentHash,
+    /// The closure's files with the hashes they had.
+    pub files: Vec<Dep>,
+    /// The resource's root-relative path (for messages).
+    pub rel: String,
+}
+
+impl std::fmt::Debug for CompiledStage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CompiledStage")
+            .field("rel", &self.rel)
+            .field("closure", &self.closure)
+            .finish()
+    }
+}
+
+/// The compiled-stage cache.
+pub(crate) struct Compiled {
+    cache: moka::future::Cache<(String, PathBuf), Arc<CompiledStage>>,
+    fingerprints: Fingerprints,
+}
+
+impl Compiled {
+    pub(crate) fn new(capacity: u64, fingerprints: Fingerprints) -> Self {
+        Compiled {
+            cache: moka::future::Cache::new(capacity),
+            fingerprints,
+        }
+    }
+
+    fn is_fresh(&self, c: &CompiledStage) -> bool {
+        c.files
+            .iter()
+            .all(|d| self.fingerprints.hash(&d.path).is_ok_and(|h| h == d.hash))
+    }
+
+    /// The compiled stage for `spec`, compiling on the pool when missing or
+    /// stale; concurrent requests for one stage compile it once.
+    pub(crate) async fn get(
+        &self,
+        spec: &StageSpec,
+        files: &FileProvider,
+        pool: &Arc<Pool>,
+        stats: &Arc<Stats>,
+    ) -> Result<Arc<CompiledStage>, PipelineError> {
+        let key = (
+            spec.language.name().to_string(),
+            spec.resource.as_path().to_path_buf(),
+        );
+        if let Some(c) = self.cache.get(&key).await {
+            if self.is_fresh(&c) {
+                return Ok(c);
+            }
+            self.cache.invalidate(&key).await;
+        }
+        let (spec, files, pool, stats) = (
+            spec.clone(),
+            files.clone(),
+            Arc::clone(pool),
+            Arc::clone(stats),
+        );
+        self.cache
+            .try_get_with(key, async move {
+                pool.run(move || compile(&spec, &files, &stats))
+                    .await
+                    .map_err(PipelineError::from)?
+            })
+            .await
+            .map_err(|e| (*e).clone())
+    }
+}
+
+fn compile(
+    spec: &StageSpec,
+    files: &FileProvider,
+    stats: &Stats,
+) -> Result<Arc<CompiledStage>, PipelineError> {
+    stats.compiles.fetch_add(1, Ordering::Relaxed);
+    let rel = spec.resource.rel().to_string();
+    let resolver = files.resolver();
+    let (bytes, _) = resolver.read_recorded(&spec.resource).map_err(|_| {
+        PipelineError::Chain(crate::chain::ChainError::Missing {
+            href: spec.href.clone(),
+            document: rel.clone(),
+        })
+    })?;
+    let resource = Resource {
+        path: spec.resource.as_path(),
+        bytes: &bytes,
+        resolver: &resolver,
+    };
+    let stage = spec
+        .language
+        .compile(&resource)
+        .map_err(|error| PipelineError::Compile {
+            stylesheet: rel.clone(),
+            error,
+        })?;
+    let deps = resolver.take_deps();
+    let mut key = KeyBuilder::new("closure");
+    key.str(spec.language.name())
+        .u64(u64::from(spec.language.version()));
+    for d in &deps {
+        let rel_path = d.path.strip_prefix(files.root()).unwrap_or(&d.path);
+        key.str(&rel_path.to_string_lossy()).hash(&d.hash);
+    }
+    tracing::debug!(stylesheet = %rel, files = deps.len(), "compiled");
+    Ok(Arc::new(CompiledStage {
+        stage,
+        closure: key.finish_hash(),
+        files: deps,
+        rel,
+    }))
+}

@@ -1,0 +1,641 @@
+//! Runs a document through its chain, caching by mode. Knows nothing of HTTP.
+//!
+//! The flow for one request: locate the source (a stat; its content hash is
+//! memoized) → its prolog (memoized by content hash) → the chain of stages
+//! (`chain`) → each stage compiled and fresh (`compiled`) → then by mode:
+//!
+//! - `off`: run the chain;
+//! - `all`: one key over the source hash, every stage's closure hash and the
+//!   params; the final response is cached under it;
+//! - `incremental`: stage *i*'s key covers its Language, closure hash,
+//!   position (final or not), the params and the hash of its *input bytes*
+//!   (the source, or stage *i-1*'s output), never the previous key. A stage
+//!   recomputed with an unchanged output therefore leaves every later key
+//!   unchanged: early cut-off.
+//!
+//! Hand-off: bytes are the truth. A stage's intermediate output is defined as
+//! its serialization (plain XML; text for `method="text"`), and the next stage
+//! sees what re-parsing those bytes gives. A tree is handed on directly only
+//! when it is exactly that tree ([`XmlDoc::is_faithful`]); otherwise it is
+//! serialized and re-parsed. So every mode gives the same bytes.
+
+mod compiled;
+
+pub use compiled::CompiledStage;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+
+use crate::cache::{ContentHash, Dep, Entry, Fingerprints, Key, KeyBuilder, Store};
+use crate::chain::{self, ChainError, Selection};
+use crate::config::{CacheMode, ServeConfig};
+use crate::ffi::{self, Limits, XmlDoc, XmlError};
+use crate::language::{LanguageError, Registry, StageContext, StageData};
+use crate::pool::{Pool, PoolError};
+use crate::prolog::{self, Doctype, Prolog, RootName};
+use crate::provider::{CachingProvider, FileProvider, Located, Provider, ProviderError, Source};
+use compiled::Compiled;
+
+/// Content-Type of a document served without any stage.
+pub const RAW_XML_TYPE: &str = "text/xml";
+
+/// Why a document could not be rendered.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum PipelineError {
+    /// The source could not be located or read.
+    #[error(transparent)]
+    Provider(#[from] ProviderError),
+    /// The chain names a stylesheet that is missing or not allowed.
+    #[error(transparent)]
+    Chain(#[from] ChainError),
+    /// The source document is not well-formed.
+    #[error("{document} is not well-formed XML: {error}")]
+    Source {
+        /// Root-relative path.
+        document: String,
+        /// The parser's report.
+        error: XmlError,
+    },
+    /// A stage's resource (stylesheet) does not compile.
+    #[error("{stylesheet} cannot be used: {error}")]
+    Compile {
+        /// Root-relative path of the stylesheet.
+        stylesheet: String,
+        /// Why.
+        error: LanguageError,
+    },
+    /// A stage failed while running.
+    #[error("stage {stage} ({stylesheet}) failed: {error}")]
+    Stage {
+        /// 1-based stage number.
+        stage: usize,
+        /// Root-relative path of its stylesheet.
+        stylesheet: String,
+        /// Why.
+        error: LanguageError,
+    },
+    /// The transform pool failed (a panic: a bug).
+    #[error(transparent)]
+    Pool(#[from] PoolError),
+    /// The source changed while it was being rendered (retried internally).
+    #[error("{0} changed while it was being rendered")]
+    SourceChanged(String),
+}
+
+/// How much of a response came from the cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheStatus {
+    /// Nothing computed.
+    Hit,
+    /// Everything computed.
+    Miss,
+    /// Incremental mode: `reused` of `total` stages came from the cache.
+    Partial {
+        /// Stages reused.
+        reused: usize,
+        /// Stages in the chain.
+        total: usize,
+    },
+    /// The document has no stages: served as it is.
+    Untransformed,
+}
+
+impl CacheStatus {
+    /// The `X-Axle-Cache` header value.
+    pub fn header_value(&self) -> String {
+        match self {
+            CacheStatus::Hit => "hit".into(),
+            CacheStatus::Miss => "miss".into(),
+            CacheStatus::Partial { reused, total } => format!("partial {reused}/{total}"),
+            CacheStatus::Untransformed => "none".into(),
+        }
+    }
+}
+
+/// A rendered document.
+#[derive(Debug, Clone)]
+pub struct Rendered {
+    /// The response body.
+    pub body: Bytes,
+    /// Its hash (the ETag).
+    pub hash: ContentHash,
+    /// The Content-Type.
+    pub content_type: Arc<str>,
+    /// What the cache did.
+    pub cache: CacheStatus,
+}
+
+/// Counters, for tests, benchmarks and (later) the status page.
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// Stage executions.
+    pub stage_runs: AtomicU64,
+    /// Stage compilations.
+    pub compiles: AtomicU64,
+    /// Rendered requests.
+    pub renders: AtomicU64,
+}
+
+/// The document pipeline for one document root.
+pub struct Pipeline {
+    sources: CachingProvider<FileProvider>,
+    files: FileProvider,
+    registry: Registry,
+    compiled: Compiled,
+    store: Store,
+    prologs: moka::sync::Cache<ContentHash, Arc<Prolog>>,
+    pool: Arc<Pool>,
+    mode: CacheMode,
+    limits: Limits,
+    stats: Arc<Stats>,
+}
+
+impl std::fmt::Debug for Pipeline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pipeline")
+            .field("root", &self.files.root())
+            .field("mode", &self.mode)
+            .field("store", &self.store)
+            .finish()
+    }
+}
+
+/// One request's inputs.
+#[derive(Debug, Clone, Default)]
+pub struct RenderRequest {
+    /// Stylesheet parameters: sorted by name, one value per name.
+    pub params: Vec<(String, String)>,
+    /// Chosen style and media.
+    pub selection: Selection,
+}
+
+impl RenderRequest {
+    /// A request with these params (sorted; the last value of a name wins).
+    pub fn with_params<I: IntoIterator<Item = (String, String)>>(params: I) -> Self {
+        let map: std::collections::BTreeMap<String, String> = params.into_iter().collect();
+        RenderRequest {
+            params: map.into_iter().collect(),
+            selection: Selection::default(),
+        }
+    }
+}
+
+impl Pipeline {
+    /// A pipeline over `config.root` with the given Languages.
+    pub fn new(config: &ServeConfig, registry: Registry) -> std::io::Result<Pipeline> {
+        ffi::init();
+        let fingerprints = Fingerprints::default();
+        let files = FileProvider::new(&config.root, fingerprints.clone())?;
+        let source_budget = (config.cache_size / 8).max(1 << 20);
+        Ok(Pipeline {
+            sources: CachingProvider::new(files.clone(), source_budget),
+            files,
+            registry,
+            compiled: Compiled::new(4096, fingerprints.clone()),
+            store: Store::new(config.cache_size, fingerprints),
+            prologs: moka::sync::Cache::new(100_000),
+            pool: Arc::new(Pool::new(config.workers)?),
+            mode: config.cache_mode,
+            limits: config.limits,
+            stats: Arc::new(Stats::default()),
+        })
+    }
+
+    /// The source provider (confinement, static files).
+    pub fn provider(&self) -> &FileProvider {
+        &self.files
+    }
+
+    /// The cache mode.
+    pub fn mode(&self) -> CacheMode {
+        self.mode
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> &Arc<Stats> {
+        &self.stats
+    }
+
+    /// The output store.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Renders the document at `located` (a file from [`Provider::locate`]).
+    pub async fn render(
+        &self,
+        located: &Located,
+        req: &RenderRequest,
+    ) -> Result<Rendered, PipelineError> {
+        self.stats.renders.fetch_add(1, Ordering::Relaxed);
+        let mut located = located.clone();
+        // A source edited mid-request is re-located and rendered again, so
+        // an entry is never stored under a hash its bytes do not have.
+        for _ in 0..3 {
+            match self.render_once(&located, req).await {
+                Err(PipelineError::SourceChanged(_)) => {
+                    located = self.files.locate(located.path.rel())?;
+                }
+                other => return other,
+            }
+        }
+        Err(PipelineError::SourceChanged(located.path.rel().to_string()))
+    }
+
+    /// The prolog of a source, memoized by content hash.
+    fn prolog(&self, located: &Located) -> Result<(Arc<Prolog>, Option<Source>), PipelineError> {
+        if let Some(p) = located.hash.and_then(|h| self.prologs.get(&h)) {
+            return Ok((p, None));
+        }
+        let source = self.sources.read(located)?;
+        let prolog = Arc::new(scan_prolog(&source)?);
+        self.prologs.insert(source.hash, Arc::clone(&prolog));
+        Ok((prolog, Some(source)))
+    }
+
+    /// The source's bytes, checked against the hash the keys were built from.
+    fn source_for(&self, located: &Located, hash: ContentHash) -> Result<Source, PipelineError> {
+        let source = self.sources.read(located)?;
+        if source.hash != hash {
+            return Err(PipelineError::SourceChanged(located.path.rel().to_string()));
+        }
+        Ok(source)
+    }
+
+    async fn render_once(
+        &self,
+        located: &Located,
+        req: &RenderRequest,
+    ) -> Result<Rendered, PipelineError> {
+        let (prolog, mut source) = self.prolog(located)?;
+        let source_hash = match (&source, located.hash) {
+            (Some(s), _) => s.hash,
+            (None, Some(h)) => h,
+            (None, None) => {
+                return Err(ProviderError::NotFound(located.path.rel().to_string()).into());
+            }
+        };
+        let specs = chain::select(
+            &prolog,
+            located.path.rel(),
+            self.files.root(),
+            &self.registry,
+            &req.selection,
+        )?;
+        if specs.is_empty() {
+            let source = match source.take() {
+                Some(s) => s,
+                None => self.source_for(located, source_hash)?,
+            };
+            return Ok(Rendered {
+                hash: source.hash,
+                body: source.bytes,
+                content_type: Arc::from(RAW_XML_TYPE),
+                cache: CacheStatus::Untransformed,
+            });
+        }
+        let mut stages = Vec::with_capacity(specs.len());
+        for spec in &specs {
+            stages.push(
+                self.compiled
+                    .get(spec, &self.files, &self.pool, &self.stats)
+                    .await?,
+            );
+        }
+        let job = ChainJob {
+            stages: stages.into(),
+            params: Arc::from(req.params.clone()),
+            base_url: Arc::from(located.path.as_path().display().to_string()),
+            limits: self.limits,
+            files: self.files.clone(),
+            stats: Arc::clone(&self.stats),
+        };
+        match self.mode {
+            CacheMode::Off => {
+                let source = match source {
+                    Some(s) => s,
+                    None => self.source_for(located, source_hash)?,
+                };
+                let entry = self.pool.run(move || job.run_all(source.bytes)).await??;
+                Ok(rendered(&entry, CacheStatus::Miss))
+            }
+            CacheMode::All => {
+                let key = job.response_key(source_hash);
+                let compute = async {
+                    let source = match source {
+                        Some(s) => s,
+                        None => self.source_for(located, source_hash)?,
+                    };
+                    self.pool
+                        .run(move || job.run_all(source.bytes).map(Arc::new))
+                        .await?
+                };
+                let (entry, found) = self
+                    .store
+                    .get_or_compute(key, compute)
+                    .await
+                    .map_err(|e| (*e).clone())?;
+                Ok(rendered(
+                    &entry,
+                    if found {
+                        CacheStatus::Hit
+                    } else {
+                        CacheStatus::Miss
+                    },
+                ))
+            }
+            CacheMode::Incremental => {
+                self.render_incremental(job, located, source, source_hash)
+                    .await
+            }
+        }
+    }
+
+    async fn render_incremental(
+        &self,
+        job: ChainJob,
+        located: &Located,
+        mut source: Option<Source>,
+        source_hash: ContentHash,
+    ) -> Result<Rendered, PipelineError> {
+        let job = Arc::new(job);
+        let total = job.stages.len();
+        let mut input_hash = source_hash;
+        let mut previous: Option<Arc<Entry>> = None;
+        // A tree computed by this request for the next stage (faithful only).
+        let mut carried: Option<XmlDoc> = None;
+        let mut reused = 0;
+        for index in 0..total {
+            let key = job.stage_key(index, input_hash);
+            let tree_out: Arc<Mutex<Option<XmlDoc>>> = Arc::new(Mutex::new(None));
+            let input_tree = carried.take();
+            let input_bytes = previous.as_ref().map(|e| e.bytes.clone());
+            let compute = {
+                let (job, tree_out) = (Arc::clone(&job), Arc::clone(&tree_out));
+                let source = &mut source;
+                async move {
+                    let input = match (input_tree, input_bytes) {
+                        (Some(tree), _) => StageData::Dom(tree),
+                        (None, Some(bytes)) => StageData::Bytes(bytes),
+                        (None, None) => {
+                            let s = match source.take() {
+                                Some(s) => s,
+                                None => self.source_for(located, source_hash)?,
+                            };
+                            StageData::Bytes(s.bytes)
+                        }
+                    };
+                    self.pool
+                        .run(move || {
+                            let (entry, tree) = job.run_one(index, input, true)?;
+                            if let Some(tree) = tree {
+                                if let Ok(mut slot) = tree_out.lock() {
+                                    *slot = Some(tree);
+                                }
+                            }
+                            Ok::<_, PipelineError>(Arc::new(entry))
+                        })
+                        .await?
+                }
+            };
+            let (entry, found) = self
+                .store
+                .get_or_compute(key, compute)
+                .await
+                .map_err(|e| (*e).clone())?;
+            if found {
+                reused += 1;
+            } else {
+                carried = tree_out.lock().ok().and_then(|mut slot| slot.take());
+            }
+            input_hash = entry.hash;
+            previous = Some(entry);
+        }
+        let Some(last) = previous else {
+            return Err(PipelineError::SourceChanged(located.path.rel().to_string()));
+        };
+        let status = match reused {
+            0 => CacheStatus::Miss,
+            n if n == total => CacheStatus::Hit,
+            n => CacheStatus::Partial { reused: n, total },
+        };
+        Ok(rendered(&last, status))
+    }
+}
+
+fn rendered(entry: &Entry, cache: CacheStatus) -> Rendered {
+    Rendered {
+        body: entry.bytes.clone(),
+        hash: entry.hash,
+        content_type: entry
+            .content_type
+            .clone()
+            .unwrap_or_else(|| Arc::from(DEFAULT_TYPE)),
+        cache,
+    }
+}
+
+/// Content-Type when the last stage names none.
+pub const DEFAULT_TYPE: &str = "text/html; charset=UTF-8";
+
+/// Everything a pool thread needs to run (part of) a chain.
+struct ChainJob {
+    stages: Arc<[Arc<CompiledStage>]>,
+    params: Arc<[(String, String)]>,
+    base_url: Arc<str>,
+    limits: Limits,
+    files: FileProvider,
+    stats: Arc<Stats>,
+}
+
+impl ChainJob {
+    fn add_params(&self, key: &mut KeyBuilder) {
+        key.u64(self.params.len() as u64);
+        for (name, value) in self.params.iter() {
+            key.str(name).str(value);
+        }
+    }
+
+    /// All-or-nothing: one key over the whole chain.
+    fn response_key(&self, source: ContentHash) -> Key {
+        let mut key = KeyBuilder::new("response");
+        key.hash(&source).u64(self.stages.len() as u64);
+        for stage in self.stages.iter() {
+            key.hash(&stage.closure);
+        }
+        self.add_params(&mut key);
+        key.finish()
+    }
+
+    /// Incremental: stage `index` over the hash of its input bytes.
+    fn stage_key(&self, index: usize, input: ContentHash) -> Key {
+        let mut key = KeyBuilder::new("stage");
+        key.hash(&self.stages[index].closure)
+            .u64(u64::from(index + 1 == self.stages.len()))
+            .hash(&input);
+        self.add_params(&mut key);
+        key.finish()
+    }
+
+    /// Runs stage `index`. Returns its entry (bytes computed when
+    /// `need_bytes` or the stage is final) and, for a non-final faithful
+    /// tree, the tree to hand on.
+    fn run_one(
+        &self,
+        index: usize,
+        input: StageData,
+        need_bytes: bool,
+    ) -> Result<(Entry, Option<XmlDoc>), PipelineError> {
+        let stage = &self.stages[index];
+        let is_final = index + 1 == self.stages.len();
+        let resolver = self.files.resolver();
+        let ctx = StageContext {
+            base_url: &self.base_url,
+            params: &self.params,
+            is_final,
+            limits: &self.limits,
+            resolver: &resolver,
+        };
+        self.stats.stage_runs.fetch_add(1, Ordering::Relaxed);
+        let span = tracing::debug_span!("stage", n = index + 1, stylesheet = %stage.rel);
+        let _enter = span.enter();
+        let output = stage
+            .stage
+            .run(input, &ctx)
+            .map_err(|error| self.stage_error(index, error))?;
+        let wrap = |e: XmlError| self.stage_error(index, LanguageError::Xml(e));
+        let (bytes, tree) = match output.data {
+            StageData::Bytes(b) => (b, None),
+            StageData::Dom(doc) if is_final || !doc.is_faithful() => {
+                // Serialize; the next stage (if any) re-parses these bytes.
+                (Bytes::from(doc.to_xml_bytes().map_err(wrap)?), None)
+            }
+            StageData::Dom(doc) if need_bytes => {
+                (Bytes::from(doc.to_xml_bytes().map_err(wrap)?), Some(doc))
+            }
+            StageData::Dom(doc) => (Bytes::new(), Some(doc)),
+        };
+        let hash = if tree.is_some() && !need_bytes {
+            ContentHash::of(b"")
+        } else {
+            ContentHash::of(&bytes)
+        };
+        let entry = Entry {
+            bytes,
+            hash,
+            content_type: if is_final {
+                Some(Arc::from(
+                    output.content_type.as_deref().unwrap_or(DEFAULT_TYPE),
+                ))
+            } else {
+                None
+            },
+            deps: resolver.take_deps().into(),
+        };
+        Ok((entry, tree))
+    }
+
+    /// Runs the whole chain (modes `off` and `all`): one pool job, trees
+    /// handed on where faithful.
+    fn run_all(&self, source: Bytes) -> Result<Entry, PipelineError> {
+        let mut data = StageData::Bytes(source);
+        let mut deps: Vec<Dep> = Vec::new();
+        let mut last = None;
+        for index in 0..self.stages.len() {
+            let (entry, tree) = self.run_one(index, data, false)?;
+            deps.extend(entry.deps.iter().cloned());
+            data = match tree {
+                Some(t) => StageData::Dom(t),
+                None => StageData::Bytes(entry.bytes.clone()),
+            };
+            last = Some(entry);
+        }
+        let Some(mut entry) = last else {
+            return Err(PipelineError::SourceChanged(self.base_url.to_string()));
+        };
+        deps.sort_by(|a, b| a.path.cmp(&b.path));
+        deps.dedup_by(|a, b| a.path == b.path);
+        entry.deps = deps.into();
+        Ok(entry)
+    }
+
+    fn stage_error(&self, index: usize, error: LanguageError) -> PipelineError {
+        if index == 0 {
+            if let LanguageError::Xml(e @ XmlError::Parse { .. }) = &error {
+                if is_source_error(e, &self.base_url) {
+                    return PipelineError::Source {
+                        document: rel_of(&self.files, &self.base_url),
+                        error: e.clone(),
+                    };
+                }
+            }
+        }
+        PipelineError::Stage {
+            stage: index + 1,
+            stylesheet: self.stages[index].rel.clone(),
+            error,
+        }
+    }
+}
+
+fn is_source_error(e: &XmlError, base_url: &str) -> bool {
+    matches!(e, XmlError::Parse { file: Some(f), .. } if f == base_url)
+}
+
+fn rel_of(files: &FileProvider, abs: &str) -> String {
+    std::path::Path::new(abs)
+        .strip_prefix(files.root())
+        .map(|p| format!("/{}", p.display()))
+        .unwrap_or_else(|_| abs.to_string())
+}
+
+/// Reads a source's prolog: the fast scanner, else a full libxml2 parse.
+fn scan_prolog(source: &Source) -> Result<Prolog, PipelineError> {
+    match prolog::scan(&source.bytes) {
+        Ok(p) => Ok(p),
+        Err(why) => {
+            tracing::debug!(document = source.path.rel(), %why, "prolog scanner fell back to libxml2");
+            let url = source.path.as_path().display().to_string();
+            let raw = ffi::prolog_via_libxml(&source.bytes, &url).map_err(|error| {
+                PipelineError::Source {
+                    document: source.path.rel().to_string(),
+                    error,
+                }
+            })?;
+            Ok(prolog_from_raw(raw))
+        }
+    }
+}
+
+fn prolog_from_raw(raw: ffi::RawProlog) -> Prolog {
+    let stylesheets = raw
+        .pis
+        .iter()
+        .filter(|(target, _)| target == "xml-stylesheet")
+        .filter_map(|(_, data)| prolog::parse_stylesheet_pi(data))
+        .collect();
+    let doctype = raw.doctype.map(|(name, public_id, system_id)| Doctype {
+        name,
+        public_id,
+        system_id,
+    });
+    let root = raw
+        .root
+        .map(|(prefix, local, namespace)| RootName {
+            prefix,
+            local,
+            namespace,
+        })
+        .unwrap_or_default();
+    Prolog {
+        xml_encoding: None,
+        stylesheets,
+        doctype,
+        root,
+    }
+}
+
+#[cfg(test)]
+mod tests;

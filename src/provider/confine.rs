@@ -1,0 +1,191 @@
+//! Confinement of paths to a root: the one function that decides whether a
+//! request or a stylesheet may touch a file, and the type that proves it did.
+
+use std::path::{Component, Path, PathBuf};
+
+use super::ProviderError;
+
+/// A path that exists, was canonicalized (symlinks resolved) and lies inside
+/// the root. Only [`confine`] and [`confine_url`] build one.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ConfinedPath {
+    abs: PathBuf,
+    rel: String,
+}
+
+impl ConfinedPath {
+    /// The absolute, canonical path.
+    pub fn as_path(&self) -> &Path {
+        &self.abs
+    }
+
+    /// The path relative to the root, with a leading `/` (as in a URL).
+    pub fn rel(&self) -> &str {
+        &self.rel
+    }
+}
+
+/// Confines a percent-encoded URL path (`/a/b.xml`) to `root` (canonical).
+///
+/// Refused: NUL bytes (raw or encoded), `..` components (raw or encoded),
+/// backslashes, and any path whose canonical form (after following
+/// symlinks) leaves the root. A path that does not exist is `NotFound`.
+pub fn confine(root: &Path, url_path: &str) -> Result<ConfinedPath, ProviderError> {
+    let decoded = percent_encoding::percent_decode_str(url_path)
+        .decode_utf8()
+        .map_err(|_| ProviderError::NotFound(url_path.to_string()))?;
+    confine_decoded(root, &decoded, url_path)
+}
+
+/// Confines a URL that libxml2 built for a load (an absolute path or a
+/// `file:` URL, possibly percent-encoded) to `root`.
+pub fn confine_url(root: &Path, url: &str) -> Result<ConfinedPath, ProviderError> {
+    let path = if let Some(rest) = url.strip_prefix("file://") {
+        // file:///abs/path or file://localhost/abs/path
+        rest.strip_prefix("localhost").unwrap_or(rest)
+    } else if url.contains("://") || url.starts_with("file:") {
+        return Err(ProviderError::Outside(format!(
+            "{url} (only files under the root may be read)"
+        )));
+    } else {
+        url
+    };
+    let decoded = percent_encoding::percent_decode_str(path)
+        .decode_utf8()
+        .map_err(|_| ProviderError::NotFound(url.to_string()))?;
+    let abs = Path::new(decoded.as_ref());
+    let rel = match abs.strip_prefix(root) {
+        Ok(rel) => format!("/{}", rel.display()),
+        Err(_) if abs.is_absolute() => {
+            // Outside the canonical root as written; it may still be a
+            // symlinked spelling of a path inside, so canonicalize first.
+            let canon = abs
+                .canonicalize()
+                .map_err(|_| ProviderError::Outside(url.to_string()))?;
+            match canon.strip_prefix(root) {
+                Ok(rel) => format!("/{}", rel.display()),
+                Err(_) => return Err(ProviderError::Outside(url.to_string())),
+            }
+        }
+        Err(_) => return Err(ProviderError::Outside(url.to_string())),
+    };
+    confine_decoded(root, &rel, url)
+}
+
+fn confine_decoded(
+    root: &Path,
+    decoded: &str,
+    original: &str,
+) -> Result<ConfinedPath, ProviderError> {
+    if decoded.contains('\0') || decoded.contains('\\') {
+        return Err(ProviderError::Outside(original.to_string()));
+    }
+    let mut rel = PathBuf::new();
+    for component in Path::new(decoded).components() {
+        match component {
+            Component::RootDir | Component::CurDir => {}
+            Component::Normal(part) => rel.push(part),
+            Component::ParentDir | Component::Prefix(_) => {
+                return Err(ProviderError::Outside(original.to_string()));
+            }
+        }
+    }
+    let joined = root.join(&rel);
+    let abs = match joined.canonicalize() {
+        Ok(abs) => abs,
+        Err(_) => return Err(ProviderError::NotFound(original.to_string())),
+    };
+    let Ok(inside) = abs.strip_prefix(root) else {
+        return Err(ProviderError::Outside(original.to_string()));
+    };
+    let rel = format!("/{}", inside.display());
+    Ok(ConfinedPath { abs, rel })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn site() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        std::fs::write(root.join("sub/a.xml"), "<a/>").unwrap();
+        std::fs::write(dir.path().join("secret.txt"), "secret").unwrap();
+        std::os::unix::fs::symlink(dir.path().join("secret.txt"), root.join("out.txt")).unwrap();
+        std::os::unix::fs::symlink(root.join("sub/a.xml"), root.join("in.xml")).unwrap();
+        let root = root.canonicalize().unwrap();
+        (dir, root)
+    }
+
+    #[test]
+    fn inside_paths_are_confined() {
+        let (_d, root) = site();
+        let p = confine(&root, "/sub/a.xml").unwrap();
+        assert_eq!(p.rel(), "/sub/a.xml");
+        assert_eq!(confine(&root, "/sub/%61.xml").unwrap(), p);
+        assert_eq!(confine(&root, "/./sub//a.xml").unwrap(), p);
+        assert_eq!(
+            confine(&root, "/in.xml").unwrap(),
+            p,
+            "a symlink inside the root is fine"
+        );
+        assert_eq!(confine(&root, "/").unwrap().rel(), "/");
+    }
+
+    #[test]
+    fn traversal_variants_are_refused() {
+        let (_d, root) = site();
+        for bad in [
+            "/../secret.txt",
+            "/sub/../../secret.txt",
+            "/%2e%2e/secret.txt",
+            "/%2E%2E%2fsecret.txt",
+            "/sub/%2e%2e/%2e%2e/secret.txt",
+            "/out.txt",
+            "/sub/a.xml%00.txt",
+            "/..%5csecret.txt",
+            "/%ff%fe",
+        ] {
+            let err = confine(&root, bad).unwrap_err();
+            assert!(
+                matches!(err, ProviderError::Outside(_) | ProviderError::NotFound(_)),
+                "{bad}: {err:?}"
+            );
+        }
+        assert!(matches!(
+            confine(&root, "/out.txt"),
+            Err(ProviderError::Outside(_))
+        ));
+        assert!(matches!(
+            confine(&root, "/nope.xml"),
+            Err(ProviderError::NotFound(_))
+        ));
+    }
+
+    #[test]
+    fn load_urls_are_confined() {
+        let (dir, root) = site();
+        let inside = root.join("sub/a.xml");
+        assert_eq!(
+            confine_url(&root, inside.to_str().unwrap()).unwrap().rel(),
+            "/sub/a.xml"
+        );
+        assert_eq!(
+            confine_url(&root, &format!("file://{}", inside.display()))
+                .unwrap()
+                .rel(),
+            "/sub/a.xml"
+        );
+        for bad in [
+            "/etc/passwd".to_string(),
+            "file:///etc/passwd".to_string(),
+            "http://127.0.0.1/x.xml".to_string(),
+            dir.path().join("secret.txt").display().to_string(),
+            format!("{}/../secret.txt", root.display()),
+            root.join("out.txt").display().to_string(),
+        ] {
+            assert!(confine_url(&root, &bad).is_err(), "{bad}");
+        }
+    }
+}

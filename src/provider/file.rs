@@ -1,0 +1,173 @@
+//! The file-tree provider, and the resolver that lets libxml2/libxslt read
+//! (only) files under the same root.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+
+use super::{
+    ConfinedPath, Located, Provider, ProviderError, ResourceKind, Source, confine, confine_url,
+};
+use crate::cache::{ContentHash, Dep, Fingerprints};
+use crate::ffi::{Loaded, Resolver};
+
+/// Serves the files under a document root.
+#[derive(Debug, Clone)]
+pub struct FileProvider {
+    root: Arc<PathBuf>,
+    fingerprints: Fingerprints,
+}
+
+impl FileProvider {
+    /// A provider for `root` (which must exist), hashing through `fingerprints`.
+    pub fn new(root: &Path, fingerprints: Fingerprints) -> std::io::Result<Self> {
+        let root = root.canonicalize()?;
+        if !root.is_dir() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::NotADirectory,
+                format!("{} is not a directory", root.display()),
+            ));
+        }
+        Ok(FileProvider {
+            root: Arc::new(root),
+            fingerprints,
+        })
+    }
+
+    /// The canonical root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The shared hash memo.
+    pub fn fingerprints(&self) -> &Fingerprints {
+        &self.fingerprints
+    }
+
+    /// A resolver confined to this root that records what it reads.
+    pub fn resolver(&self) -> Arc<RootResolver> {
+        Arc::new(RootResolver {
+            root: Arc::clone(&self.root),
+            fingerprints: self.fingerprints.clone(),
+            deps: Mutex::new(Vec::new()),
+        })
+    }
+}
+
+fn unreadable(path: &ConfinedPath, err: &std::io::Error) -> ProviderError {
+    ProviderError::Unreadable {
+        path: path.rel().to_string(),
+        reason: err.kind().to_string(),
+    }
+}
+
+impl Provider for FileProvider {
+    fn locate(&self, url_path: &str) -> Result<Located, ProviderError> {
+        let path = confine(&self.root, url_path)?;
+        let meta = std::fs::metadata(path.as_path()).map_err(|e| unreadable(&path, &e))?;
+        if meta.is_dir() {
+            return Ok(Located {
+                path,
+                kind: ResourceKind::Directory,
+                hash: None,
+            });
+        }
+        if !meta.is_file() {
+            return Err(ProviderError::NotFound(url_path.to_string()));
+        }
+        let hash = self
+            .fingerprints
+            .hash(path.as_path())
+            .map_err(|e| unreadable(&path, &e))?;
+        Ok(Located {
+            path,
+            kind: ResourceKind::File,
+            hash: Some(hash),
+        })
+    }
+
+    fn read(&self, located: &Located) -> Result<Source, ProviderError> {
+        let (bytes, hash) = self
+            .fingerprints
+            .read(located.path.as_path())
+            .map_err(|e| unreadable(&located.path, &e))?;
+        Ok(Source {
+            path: located.path.clone(),
+            bytes: Bytes::from(bytes),
+            hash,
+        })
+    }
+}
+
+/// The [`Resolver`] given to libxml2/libxslt for one stage: it reads only
+/// files under the root (no network, nothing outside, whatever the URL says)
+/// and records each file read, with its content hash, as a dependency.
+#[derive(Debug)]
+pub struct RootResolver {
+    root: Arc<PathBuf>,
+    fingerprints: Fingerprints,
+    deps: Mutex<Vec<Dep>>,
+}
+
+impl RootResolver {
+    /// The files read so far, in order, without duplicates.
+    pub fn take_deps(&self) -> Vec<Dep> {
+        let mut deps = match self.deps.lock() {
+            Ok(mut d) => std::mem::take(&mut *d),
+            Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
+        };
+        let mut seen = std::collections::HashSet::new();
+        deps.retain(|d| seen.insert(d.path.clone()));
+        deps
+    }
+
+    /// Reads a confined file and records it.
+    pub fn read_recorded(
+        &self,
+        path: &ConfinedPath,
+    ) -> Result<(Vec<u8>, ContentHash), ProviderError> {
+        let (bytes, hash) = self
+            .fingerprints
+            .read(path.as_path())
+            .map_err(|e| unreadable(path, &e))?;
+        if let Ok(mut deps) = self.deps.lock() {
+            deps.push(Dep {
+                path: path.as_path().to_path_buf(),
+                hash,
+            });
+        }
+        Ok((bytes, hash))
+    }
+
+    /// The canonical root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+}
+
+impl Resolver for RootResolver {
+    fn load(&self, url: &str) -> Result<Loaded, String> {
+        let path = confine_url(&self.root, url).map_err(|e| match e {
+            ProviderError::Outside(_) => {
+                "refused to load a file outside the document root".to_string()
+            }
+            ProviderError::NotFound(_) => format!("{} not found", display_rel(&self.root, url)),
+            other => other.to_string(),
+        })?;
+        let (bytes, _) = self.read_recorded(&path).map_err(|e| e.to_string())?;
+        Ok(Loaded {
+            url: path.as_path().display().to_string(),
+            bytes,
+        })
+    }
+}
+
+/// A URL shown root-relative when it lies under the root, else a neutral word.
+fn display_rel(root: &Path, url: &str) -> String {
+    let plain = url.strip_prefix("file://").unwrap_or(url);
+    match Path::new(plain).strip_prefix(root) {
+        Ok(rel) => format!("/{}", rel.display()),
+        Err(_) => "a file".to_string(),
+    }
+}
