@@ -52,6 +52,10 @@ pub struct ServeConfig {
     pub limits: Limits,
     /// Transform worker threads (0: one per CPU).
     pub workers: usize,
+    /// Serialize and re-parse at every stage boundary instead of handing
+    /// faithful trees on. Slower; exists to verify that the hand-off never
+    /// changes a byte (the tests compare both).
+    pub force_byte_handoff: bool,
 }
 
 impl ServeConfig {
@@ -64,6 +68,7 @@ impl ServeConfig {
             cache_size: DEFAULT_CACHE_SIZE,
             limits: Limits::default(),
             workers: 0,
+            force_byte_handoff: false,
         }
     }
 }

@@ -149,6 +149,7 @@ pub struct Pipeline {
     pool: Arc<Pool>,
     mode: CacheMode,
     limits: Limits,
+    force_byte_handoff: bool,
     stats: Arc<Stats>,
 }
 
@@ -199,6 +200,7 @@ impl Pipeline {
             pool: Arc::new(Pool::new(config.workers)?),
             mode: config.cache_mode,
             limits: config.limits,
+            force_byte_handoff: config.force_byte_handoff,
             stats: Arc::new(Stats::default()),
         })
     }
@@ -309,6 +311,7 @@ impl Pipeline {
             params: Arc::from(req.params.clone()),
             base_url: Arc::from(located.path.as_path().display().to_string()),
             limits: self.limits,
+            force_byte_handoff: self.force_byte_handoff,
             files: self.files.clone(),
             stats: Arc::clone(&self.stats),
         };
@@ -446,6 +449,7 @@ struct ChainJob {
     params: Arc<[(String, String)]>,
     base_url: Arc<str>,
     limits: Limits,
+    force_byte_handoff: bool,
     files: FileProvider,
     stats: Arc<Stats>,
 }
@@ -508,7 +512,7 @@ impl ChainJob {
         let wrap = |e: XmlError| self.stage_error(index, LanguageError::Xml(e));
         let (bytes, tree) = match output.data {
             StageData::Bytes(b) => (b, None),
-            StageData::Dom(doc) if is_final || !doc.is_faithful() => {
+            StageData::Dom(doc) if is_final || self.force_byte_handoff || !doc.is_faithful() => {
                 // Serialize; the next stage (if any) re-parses these bytes.
                 (Bytes::from(doc.to_xml_bytes().map_err(wrap)?), None)
             }

@@ -1,0 +1,18 @@
+<?xml version="1.0" encoding="UTF-8"?>
+<!-- step3.xsl: the last step. Maps the tiny <doc> vocabulary straight to
+     HTML, keeping the stage markers as data- attributes on <body>. -->
+<xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">
+  <xsl:output method="html" encoding="UTF-8" media-type="text/html"
+              doctype-system="about:legacy-compat" indent="no"/>
+  <xsl:template match="/doc">
+    <html lang="en">
+      <head><title><xsl:value-of select="title"/></title></head>
+      <body data-step1="{@step1}" data-step2="{@step2}" data-step3="done">
+        <xsl:apply-templates/>
+      </body>
+    </html>
+  </xsl:template>
+  <xsl:template match="title"><h1><xsl:apply-templates/></h1></xsl:template>
+  <xsl:template match="para"><p><xsl:apply-templates/></p></xsl:template>
+  <xsl:template match="link"><a href="{@href}"><xsl:apply-templates/></a></xsl:template>
+</xsl:stylesheet>

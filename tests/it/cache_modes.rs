@@ -1,0 +1,217 @@
+//! The three cache modes: hit/miss/partial headers, early cut-off, freshness
+//! after edits, and byte identity of bodies and headers across modes.
+
+use proptest::prelude::*;
+
+use crate::support::{MODES, TestServer, TestSite, tick};
+use axle::CacheMode;
+
+const DOCS: [&str; 9] = [
+    "/one.xml",
+    "/one.xml?who=x",
+    "/two.xml",
+    "/three.xml",
+    "/text.xml",
+    "/latin1.xml",
+    "/atom.xml",
+    "/plain.xml",
+    "/docfn.xml",
+];
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_mode_gives_identical_bodies_and_headers() {
+    let site = TestSite::new();
+    let off = TestServer::start_bytes_handoff(&site.root).await;
+    let off_tree = TestServer::start(&site.root, CacheMode::Off).await;
+    let all = TestServer::start(&site.root, CacheMode::All).await;
+    let inc = TestServer::start(&site.root, CacheMode::Incremental).await;
+    for doc in DOCS {
+        let want = off.get(doc).await;
+        assert_eq!(want.status, 200, "{doc}");
+        for server in [&off_tree, &all, &inc] {
+            for round in 0..2 {
+                let got = server.get(doc).await;
+                assert_eq!(got.body, want.body, "{doc} round {round}");
+                assert_eq!(got.comparable_headers(), want.comparable_headers(), "{doc} round {round}");
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn caching_modes_report_miss_then_hit_and_off_always_computes() {
+    let site = TestSite::new();
+    for mode in MODES {
+        let server = TestServer::start(&site.root, mode).await;
+        let first = server.get("/three.xml").await;
+        let second = server.get("/three.xml").await;
+        let runs = server.stage_runs();
+        match mode {
+            CacheMode::Off => {
+                assert_eq!((first.cache().as_str(), second.cache().as_str()), ("miss", "miss"));
+                assert_eq!(runs, 6);
+            }
+            _ => {
+                assert_eq!((first.cache().as_str(), second.cache().as_str()), ("miss", "hit"), "{mode}");
+                assert_eq!(runs, 3, "{mode}");
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn incremental_reuses_later_stages_when_stage_one_output_is_unchanged() {
+    let site = TestSite::new();
+    let inc = TestServer::start(&site.root, CacheMode::Incremental).await;
+    let all = TestServer::start(&site.root, CacheMode::All).await;
+    let before = inc.get("/three.xml").await;
+    all.get("/three.xml").await;
+    assert_eq!(inc.stage_runs(), 3);
+
+    tick().await;
+    let edited = site.read("three.xml").replace("ignored 1", "ignored 2 (longer)");
+    site.write("three.xml", &edited);
+
+    let after = inc.get("/three.xml").await;
+    assert_eq!(after.cache(), "partial 2/3");
+    assert_eq!(after.body, before.body);
+    assert_eq!(inc.stage_runs(), 4, "only stage 1 ran again");
+
+    let all_after = all.get("/three.xml").await;
+    assert_eq!(all_after.cache(), "miss", "all-or-nothing recomputes the whole chain");
+    assert_eq!(all.stage_runs(), 6);
+    assert_eq!(all_after.body, after.body);
+
+    // A change that does reach stage 1's output recomputes everything after it.
+    tick().await;
+    site.write("three.xml", &edited.replace(">kept<", ">changed<"));
+    let changed = inc.get("/three.xml").await;
+    assert_eq!(changed.cache(), "miss");
+    assert!(changed.text().contains(">changed<"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_changed_last_stylesheet_reuses_the_earlier_stages() {
+    let site = TestSite::new();
+    let inc = TestServer::start(&site.root, CacheMode::Incremental).await;
+    inc.get("/three.xml").await;
+    tick().await;
+    site.write("s/step3.xsl", &site.read("s/step3.xsl").replace("<body>", "<body><hr/>"));
+    let r = inc.get("/three.xml").await;
+    assert_eq!(r.cache(), "partial 2/3");
+    assert!(r.text().contains("<hr>"), "{}", r.text());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn edits_to_source_stylesheet_and_imported_file_show_in_the_next_response() {
+    let site = TestSite::new();
+    for mode in MODES {
+        let server = TestServer::start(&site.root, mode).await;
+        let base = server.get("/two.xml").await;
+        assert!(base.text().contains("base v1"));
+
+        tick().await;
+        site.write("two.xml", &site.read("two.xml").replace("Second.", "Second, edited."));
+        let r = server.get("/two.xml").await;
+        assert!(r.text().contains("Second, edited."), "{mode}: source edit");
+
+        tick().await;
+        site.write("s/layout.xsl", &site.read("s/layout.xsl").replace("<h1>", "<h1 class=\"t\">"));
+        let r = server.get("/two.xml").await;
+        assert!(r.text().contains("<h1 class=\"t\">"), "{mode}: stylesheet edit");
+
+        tick().await;
+        site.write("s/base.xsl", &site.read("s/base.xsl").replace("base v1", "base v2"));
+        let r = server.get("/two.xml").await;
+        assert!(r.text().contains("base v2"), "{mode}: imported stylesheet edit");
+        let again = server.get("/two.xml").await;
+        assert_eq!(again.body, r.body);
+        if mode != CacheMode::Off {
+            assert_eq!(again.cache(), "hit");
+        }
+
+        // restore for the next mode
+        site.write("two.xml", &site.read("two.xml").replace("Second, edited.", "Second."));
+        site.write("s/layout.xsl", &site.read("s/layout.xsl").replace("<h1 class=\"t\">", "<h1>"));
+        site.write("s/base.xsl", &site.read("s/base.xsl").replace("base v2", "base v1"));
+        tick().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_file_read_by_document_is_a_dependency() {
+    let site = TestSite::new();
+    for mode in MODES {
+        let server = TestServer::start(&site.root, mode).await;
+        assert_eq!(server.get("/docfn.xml").await.text(), "[data v1]");
+        tick().await;
+        site.write("data.xml", "<data>data v2</data>");
+        assert_eq!(server.get("/docfn.xml").await.text(), "[data v2]", "{mode}");
+        site.write("data.xml", "<data>data v1</data>\n");
+        tick().await;
+    }
+}
+
+/// Random documents through the fixture chains: off, all and incremental
+/// (each asked twice), and off with a serialize-and-reparse at every stage
+/// boundary, must agree to the byte, headers included.
+fn arb_document() -> impl Strategy<Value = String> {
+    let text = "[a-zA-Z0-9 <>&'\"é€\u{1F600}]{0,12}";
+    let item = (text, prop::bool::ANY).prop_map(|(t, attr)| {
+        let esc = t.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
+        if attr {
+            format!("<para class=\"{}\">{esc}</para>", esc.replace('"', "&quot;"))
+        } else {
+            format!("<para>{esc}<em>{esc}</em></para>")
+        }
+    });
+    let chain = prop::sample::select(vec![
+        vec!["s/content.xsl", "s/layout.xsl"],
+        vec!["s/step1.xsl", "s/step2.xsl", "s/step3.xsl"],
+        vec!["s/content.xsl", "s/step2.xsl", "s/text.xsl"],
+        vec!["s/step2.xsl", "s/step2.xsl", "s/step2.xsl"],
+        vec!["s/content.xsl"],
+    ]);
+    (chain, prop::collection::vec(item, 0..6), "[a-z ]{0,10}").prop_map(|(chain, items, title)| {
+        let pis: String = chain
+            .iter()
+            .map(|href| format!("<?xml-stylesheet href=\"{href}\" type=\"text/xsl\"?>\n"))
+            .collect();
+        format!(
+            "<?xml version=\"1.0\"?>\n{pis}<article><title>{title}</title><keep>{title}</keep>{}</article>",
+            items.concat()
+        )
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #[test]
+    fn all_three_cache_modes_give_identical_bytes(docs in prop::collection::vec(arb_document(), 1..4)) {
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        rt.block_on(async {
+            let site = TestSite::new();
+            let servers = [
+                TestServer::start_bytes_handoff(&site.root).await,
+                TestServer::start(&site.root, CacheMode::Off).await,
+                TestServer::start(&site.root, CacheMode::All).await,
+                TestServer::start(&site.root, CacheMode::Incremental).await,
+            ];
+            // The same path is rewritten with each document in turn, so the
+            // caching modes also see sources change under a warm cache.
+            for doc in &docs {
+                site.write("gen.xml", doc);
+                tick().await;
+                let want = servers[0].get("/gen.xml").await;
+                for server in &servers[1..] {
+                    for _ in 0..2 {
+                        let got = server.get("/gen.xml").await;
+                        assert_eq!(got.status, want.status, "{doc}");
+                        assert_eq!(got.body, want.body, "{doc}");
+                        assert_eq!(got.comparable_headers(), want.comparable_headers(), "{doc}");
+                    }
+                }
+            }
+        });
+    }
+}

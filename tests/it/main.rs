@@ -1,0 +1,9 @@
+//! The one integration test binary: black-box HTTP tests against a real
+//! server on an ephemeral loopback port.
+
+mod support;
+
+mod cache_modes;
+mod concurrency;
+mod http;
+mod security;

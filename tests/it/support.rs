@@ -1,0 +1,183 @@
+//! Shared test helpers: a fresh copy of the fixture site per test, and a real
+//! server on an ephemeral loopback port.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use axle::CacheMode;
+use axle::http::App;
+
+pub const MODES: [CacheMode; 3] = [CacheMode::Off, CacheMode::All, CacheMode::Incremental];
+
+/// A temporary copy of `tests/fixtures/site` at `<tmp>/root`, with
+/// `<tmp>/secret.txt` outside the root.
+pub struct TestSite {
+    _dir: tempfile::TempDir,
+    pub root: PathBuf,
+}
+
+impl TestSite {
+    pub fn new() -> TestSite {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/site"), &root);
+        std::fs::write(dir.path().join("secret.txt"), "TOP-SECRET-CONTENT").unwrap();
+        TestSite { root: root.canonicalize().unwrap(), _dir: dir }
+    }
+
+    pub fn write(&self, rel: &str, content: &str) {
+        let path = self.root.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, content).unwrap();
+    }
+
+    pub fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.root.join(rel)).unwrap()
+    }
+
+    pub fn outside(&self) -> PathBuf {
+        self.root.parent().unwrap().to_path_buf()
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// A response, fully read.
+#[derive(Debug, Clone)]
+pub struct Resp {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: Vec<u8>,
+}
+
+impl Resp {
+    pub fn header(&self, name: &str) -> String {
+        self.headers.get(name).map(|v| v.to_str().unwrap().to_string()).unwrap_or_default()
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    pub fn cache(&self) -> String {
+        self.header("x-axle-cache")
+    }
+
+    /// Headers that must agree across cache modes (everything but
+    /// `x-axle-cache` and `date`).
+    pub fn comparable_headers(&self) -> Vec<(String, String)> {
+        let mut h: Vec<(String, String)> = self
+            .headers
+            .iter()
+            .filter(|(k, _)| *k != "x-axle-cache" && *k != "date")
+            .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("").to_string()))
+            .collect();
+        h.sort();
+        h
+    }
+}
+
+/// A running server.
+pub struct TestServer {
+    pub addr: SocketAddr,
+    pub app: Arc<App>,
+    client: reqwest::Client,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl TestServer {
+    pub async fn start(root: &Path, mode: CacheMode) -> TestServer {
+        Self::start_with(root, mode, axle::Registry::default()).await
+    }
+
+    pub async fn start_with(root: &Path, mode: CacheMode, registry: axle::Registry) -> TestServer {
+        let mut config = axle::ServeConfig::new(root);
+        config.cache_mode = mode;
+        Self::start_config(config, registry).await
+    }
+
+    /// Off mode, serializing and re-parsing at every stage boundary.
+    pub async fn start_bytes_handoff(root: &Path) -> TestServer {
+        let mut config = axle::ServeConfig::new(root);
+        config.cache_mode = CacheMode::Off;
+        config.force_byte_handoff = true;
+        Self::start_config(config, axle::Registry::default()).await
+    }
+
+    pub async fn start_config(mut config: axle::ServeConfig, registry: axle::Registry) -> TestServer {
+        config.workers = 2;
+        let app = App::new(&config, registry).unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let router = axle::http::router(app.clone());
+        let task = tokio::spawn(async move {
+            axum::serve(listener, router).await.unwrap();
+        });
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap();
+        TestServer { addr, app, client, task }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.addr, path)
+    }
+
+    pub async fn request(&self, method: reqwest::Method, path: &str, headers: &[(&str, &str)]) -> Resp {
+        let mut req = self.client.request(method, self.url(path));
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let r = req.send().await.unwrap();
+        let status = r.status().as_u16();
+        let headers = r.headers().clone();
+        let body = r.bytes().await.unwrap().to_vec();
+        Resp { status, headers, body }
+    }
+
+    pub async fn get(&self, path: &str) -> Resp {
+        self.request(reqwest::Method::GET, path, &[]).await
+    }
+
+    /// Sends a raw request line (for paths a client library would normalize).
+    pub async fn raw(&self, path: &str) -> (u16, String) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut stream = tokio::net::TcpStream::connect(self.addr).await.unwrap();
+        let req = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+        stream.write_all(req.as_bytes()).await.unwrap();
+        let mut buf = Vec::new();
+        stream.read_to_end(&mut buf).await.unwrap();
+        let text = String::from_utf8_lossy(&buf).into_owned();
+        let status = text.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0);
+        (status, text)
+    }
+
+    pub fn stage_runs(&self) -> u64 {
+        self.app.pipeline().stats().stage_runs.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// Sleeps long enough that a rewritten file gets a new mtime on coarse
+/// filesystems (the stamp also covers size, inode and ctime).
+pub async fn tick() {
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+}
