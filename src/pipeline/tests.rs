@@ -1,1 +1,90 @@
+//! Unit tests of key derivation: what each mode's keys cover, and the
+//! early cut-off rule (a stage's key covers its input's content hash, never
+//! the previous stage's key).
 
+use super::*;
+use crate::language::Passthru;
+
+fn job(closures: &[&str], params: &[(&str, &str)], root: &std::path::Path) -> ChainJob {
+    let stages: Vec<Arc<CompiledStage>> = closures
+        .iter()
+        .map(|c| {
+            Arc::new(CompiledStage {
+                stage: Arc::new(Passthru),
+                closure: ContentHash::of(c.as_bytes()),
+                files: Vec::new(),
+                rel: format!("/{c}"),
+            })
+        })
+        .collect();
+    ChainJob {
+        stages: stages.into(),
+        params: params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<Vec<_>>().into(),
+        base_url: Arc::from("/doc.xml"),
+        limits: Limits::default(),
+        force_byte_handoff: false,
+        files: FileProvider::new(root, Fingerprints::default()).unwrap(),
+        stats: Arc::new(Stats::default()),
+    }
+}
+
+#[test]
+fn a_stage_key_covers_its_input_hash_not_the_earlier_stages() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = ContentHash::of(b"stage one output");
+    let a = job(&["one.xsl", "two.xsl"], &[], dir.path());
+    let b = job(&["ONE-EDITED.xsl", "two.xsl"], &[], dir.path());
+    assert_eq!(a.stage_key(1, input), b.stage_key(1, input), "early cut-off");
+    assert_ne!(a.stage_key(0, input), b.stage_key(0, input));
+    assert_ne!(a.stage_key(1, input), a.stage_key(1, ContentHash::of(b"other")));
+}
+
+#[test]
+fn stage_keys_cover_params_closure_and_position() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = ContentHash::of(b"in");
+    let base = job(&["a.xsl", "b.xsl"], &[("p", "1")], dir.path());
+    let other_param = job(&["a.xsl", "b.xsl"], &[("p", "2")], dir.path());
+    let no_param = job(&["a.xsl", "b.xsl"], &[], dir.path());
+    let longer = job(&["a.xsl", "b.xsl", "c.xsl"], &[("p", "1")], dir.path());
+    assert_ne!(base.stage_key(1, h), other_param.stage_key(1, h));
+    assert_ne!(base.stage_key(1, h), no_param.stage_key(1, h));
+    // b.xsl is final in `base` but not in `longer`: final output is
+    // serialized by xsl:output, intermediate output as plain XML.
+    assert_ne!(base.stage_key(1, h), longer.stage_key(1, h));
+    assert_eq!(base.stage_key(0, h), longer.stage_key(0, h));
+}
+
+#[test]
+fn the_response_key_covers_source_every_stage_and_params() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = ContentHash::of(b"source");
+    let k = |closures: &[&str], params: &[(&str, &str)], s: ContentHash| {
+        job(closures, params, dir.path()).response_key(s)
+    };
+    let base = k(&["a", "b"], &[], src);
+    assert_eq!(base, k(&["a", "b"], &[], src));
+    assert_ne!(base, k(&["a", "B"], &[], src));
+    assert_ne!(base, k(&["b", "a"], &[], src));
+    assert_ne!(base, k(&["a", "b"], &[("x", "")], src));
+    assert_ne!(base, k(&["a", "b"], &[], ContentHash::of(b"edited")));
+    assert_ne!(base, k(&["a", "b", "c"], &[], src));
+}
+
+#[test]
+fn cache_status_header_values() {
+    assert_eq!(CacheStatus::Hit.header_value(), "hit");
+    assert_eq!(CacheStatus::Miss.header_value(), "miss");
+    assert_eq!(CacheStatus::Partial { reused: 2, total: 3 }.header_value(), "partial 2/3");
+    assert_eq!(CacheStatus::Untransformed.header_value(), "none");
+}
+
+#[test]
+fn request_params_are_sorted_and_the_last_value_wins() {
+    let r = RenderRequest::with_params(vec![
+        ("b".to_string(), "1".to_string()),
+        ("a".to_string(), "2".to_string()),
+        ("b".to_string(), "3".to_string()),
+    ]);
+    assert_eq!(r.params, vec![("a".to_string(), "2".to_string()), ("b".to_string(), "3".to_string())]);
+}

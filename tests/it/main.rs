@@ -6,4 +6,5 @@ mod support;
 mod cache_modes;
 mod concurrency;
 mod http;
+mod samples;
 mod security;
