@@ -72,6 +72,14 @@ pub enum ChainError {
         /// The document naming it.
         document: String,
     },
+    /// A configured processor names a type no Language is registered for.
+    #[error("no Language is registered for the type {type} (configured for {document})")]
+    UnknownType {
+        /// The MIME type.
+        r#type: String,
+        /// The document.
+        document: String,
+    },
     /// `href="#id"`: a stylesheet embedded in the document.
     #[error("embedded stylesheets (href=\"{href}\" in {document}) are not supported yet")]
     Embedded {
@@ -92,21 +100,45 @@ pub fn applicable<'p>(prolog: &'p Prolog, selection: &Selection) -> Vec<&'p Styl
         .collect()
 }
 
-/// Builds the chain for the document at `doc` (root-relative URL path).
+/// Builds the chain for the document at `doc` (root-relative URL path): its
+/// applicable PIs, or, when none applies, the `processors` configured for it
+/// (AxKit's `AxAddProcessor`; an unregistered type there is an error, while
+/// a PI of an unregistered type is only skipped).
 pub fn select(
     prolog: &Prolog,
     doc: &str,
     root: &Path,
     registry: &Registry,
     selection: &Selection,
+    processors: &[StylesheetPi],
+) -> Result<Vec<StageSpec>, ChainError> {
+    let stages = build(applicable(prolog, selection), doc, root, registry, false)?;
+    if stages.is_empty() && !processors.is_empty() {
+        return build(processors.iter().collect(), doc, root, registry, true);
+    }
+    Ok(stages)
+}
+
+fn build(
+    pis: Vec<&StylesheetPi>,
+    doc: &str,
+    root: &Path,
+    registry: &Registry,
+    strict: bool,
 ) -> Result<Vec<StageSpec>, ChainError> {
     let mut stages = Vec::new();
-    for pi in applicable(prolog, selection) {
+    for pi in pis {
+        let err_doc = || doc.to_string();
         let Some(language) = registry.lookup(&pi.r#type, &pi.href) else {
+            if strict {
+                return Err(ChainError::UnknownType {
+                    r#type: pi.r#type.clone(),
+                    document: err_doc(),
+                });
+            }
             tracing::debug!(document = doc, r#type = %pi.r#type, "skipping PI of unregistered type");
             continue;
         };
-        let err_doc = || doc.to_string();
         if pi.href.starts_with('#') {
             return Err(ChainError::Embedded {
                 href: pi.href.clone(),
@@ -283,8 +315,46 @@ mod tests {
             Err(ChainError::Outside { .. })
         ));
         assert!(matches!(
-            select(&one("#s"), "/d.xml", &root, &reg, &Selection::default()),
+            select(
+                &one("#s"),
+                "/d.xml",
+                &root,
+                &reg,
+                &Selection::default(),
+                &[]
+            ),
             Err(ChainError::Embedded { .. })
+        ));
+    }
+
+    #[test]
+    fn processors_apply_only_when_no_pi_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        for f in ["pi.xsl", "conf.xsl"] {
+            std::fs::write(root.join(f), "x").unwrap();
+        }
+        let reg = Registry::default();
+        let conf = [pi("/conf.xsl", "text/xsl", false)];
+        let none = Prolog::default();
+        let with_pi = Prolog {
+            stylesheets: vec![pi("pi.xsl", "text/xsl", false)],
+            ..Default::default()
+        };
+        let sel = Selection::default();
+        let rel = |p: &Prolog| -> Vec<String> {
+            select(p, "/d.xml", &root, &reg, &sel, &conf)
+                .unwrap()
+                .iter()
+                .map(|s| s.resource.rel().to_string())
+                .collect()
+        };
+        assert_eq!(rel(&none), ["/conf.xsl"]);
+        assert_eq!(rel(&with_pi), ["/pi.xsl"]);
+        let unknown = [pi("/conf.xsl", "text/x-nope", false)];
+        assert!(matches!(
+            select(&none, "/d.xml", &root, &reg, &sel, &unknown),
+            Err(ChainError::UnknownType { .. })
         ));
     }
 }

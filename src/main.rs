@@ -53,6 +53,10 @@ enum Command {
         /// A stylesheet parameter (repeatable), passed as a string.
         #[arg(long = "param", value_parser = parse_param)]
         params: Vec<(String, String)>,
+        /// A stylesheet to apply when the document has no <?xml-stylesheet?>
+        /// PI (repeatable: a chain, in order), like `xsltproc STYLESHEET FILE`.
+        #[arg(long = "stylesheet")]
+        stylesheets: Vec<PathBuf>,
         /// The document root that hrefs like "/stylesheets/x.xsl" resolve
         /// against (default: the current directory if it contains FILE,
         /// else FILE's directory).
@@ -108,7 +112,12 @@ fn main() -> ExitCode {
                 .block_on(axle::http::serve(&config, Registry::default()))
                 .map_err(|e| e.to_string())
         }
-        Command::Render { file, params, root } => runtime.block_on(render(&file, params, root)),
+        Command::Render {
+            file,
+            params,
+            stylesheets,
+            root,
+        } => runtime.block_on(render(&file, params, &stylesheets, root)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -122,15 +131,16 @@ fn main() -> ExitCode {
 async fn render(
     file: &Path,
     params: Vec<(String, String)>,
+    stylesheets: &[PathBuf],
     root: Option<PathBuf>,
 ) -> Result<(), String> {
-    let file = file
-        .canonicalize()
-        .map_err(|e| format!("{}: {e}", file.display()))?;
+    let canonical = |p: &Path| {
+        p.canonicalize()
+            .map_err(|e| format!("{}: {e}", p.display()))
+    };
+    let file = canonical(file)?;
     let root = match root {
-        Some(r) => r
-            .canonicalize()
-            .map_err(|e| format!("{}: {e}", r.display()))?,
+        Some(r) => canonical(&r)?,
         None => {
             let cwd = std::env::current_dir().map_err(|e| e.to_string())?;
             match cwd.canonicalize() {
@@ -139,36 +149,45 @@ async fn render(
             }
         }
     };
-    let rel = file.strip_prefix(&root).map_err(|_| {
-        format!(
-            "{} is not under the root {}",
-            file.display(),
-            root.display()
-        )
-    })?;
+    // Root-relative, percent-encoded URL path of a file under the root.
+    let url_of = |path: &Path| -> Result<String, String> {
+        let rel = path.strip_prefix(&root).map_err(|_| {
+            format!(
+                "{} is not under the root {}",
+                path.display(),
+                root.display()
+            )
+        })?;
+        let parts: Vec<String> = rel
+            .components()
+            .map(|c| {
+                let text = c.as_os_str().to_string_lossy();
+                percent_encoding::utf8_percent_encode(&text, percent_encoding::NON_ALPHANUMERIC)
+                    .to_string()
+            })
+            .collect();
+        Ok(format!("/{}", parts.join("/")))
+    };
+    let mut request = RenderRequest::with_params(params);
+    for sheet in stylesheets {
+        request.processors.push(axle::prolog::StylesheetPi {
+            href: url_of(&canonical(sheet)?)?,
+            r#type: "text/xsl".to_string(),
+            ..Default::default()
+        });
+    }
     let mut config = ServeConfig::new(&root);
     config.cache_mode = CacheMode::Off;
     let pipeline = Pipeline::new(&config, Registry::default()).map_err(|e| e.to_string())?;
-    let url: String = rel
-        .components()
-        .map(|c| {
-            percent_encoding::utf8_percent_encode(
-                &c.as_os_str().to_string_lossy(),
-                percent_encoding::NON_ALPHANUMERIC,
-            )
-            .to_string()
-        })
-        .collect::<Vec<_>>()
-        .join("/");
     let located = pipeline
         .provider()
-        .locate(&format!("/{url}"))
+        .locate(&url_of(&file)?)
         .map_err(|e| e.to_string())?;
     if located.kind != ResourceKind::File {
         return Err(format!("{} is not a file", file.display()));
     }
     let rendered = pipeline
-        .render(&located, &RenderRequest::with_params(params))
+        .render(&located, &request)
         .await
         .map_err(|e| HttpError::from_pipeline(e, &root).to_string())?;
     let mut out = std::io::stdout().lock();

@@ -170,6 +170,9 @@ pub struct RenderRequest {
     pub params: Vec<(String, String)>,
     /// Chosen style and media.
     pub selection: Selection,
+    /// Stages to use when the document's PIs name none (configured
+    /// processors; `axle render --stylesheet`).
+    pub processors: Vec<crate::prolog::StylesheetPi>,
 }
 
 impl RenderRequest {
@@ -178,7 +181,7 @@ impl RenderRequest {
         let map: std::collections::BTreeMap<String, String> = params.into_iter().collect();
         RenderRequest {
             params: map.into_iter().collect(),
-            selection: Selection::default(),
+            ..RenderRequest::default()
         }
     }
 }
@@ -285,6 +288,7 @@ impl Pipeline {
             self.files.root(),
             &self.registry,
             &req.selection,
+            &req.processors,
         )?;
         if specs.is_empty() {
             let source = match source.take() {

@@ -19,7 +19,11 @@ fn job(closures: &[&str], params: &[(&str, &str)], root: &std::path::Path) -> Ch
         .collect();
     ChainJob {
         stages: stages.into(),
-        params: params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<Vec<_>>().into(),
+        params: params
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect::<Vec<_>>()
+            .into(),
         base_url: Arc::from("/doc.xml"),
         limits: Limits::default(),
         force_byte_handoff: false,
@@ -34,9 +38,16 @@ fn a_stage_key_covers_its_input_hash_not_the_earlier_stages() {
     let input = ContentHash::of(b"stage one output");
     let a = job(&["one.xsl", "two.xsl"], &[], dir.path());
     let b = job(&["ONE-EDITED.xsl", "two.xsl"], &[], dir.path());
-    assert_eq!(a.stage_key(1, input), b.stage_key(1, input), "early cut-off");
+    assert_eq!(
+        a.stage_key(1, input),
+        b.stage_key(1, input),
+        "early cut-off"
+    );
     assert_ne!(a.stage_key(0, input), b.stage_key(0, input));
-    assert_ne!(a.stage_key(1, input), a.stage_key(1, ContentHash::of(b"other")));
+    assert_ne!(
+        a.stage_key(1, input),
+        a.stage_key(1, ContentHash::of(b"other"))
+    );
 }
 
 #[test]
@@ -75,7 +86,14 @@ fn the_response_key_covers_source_every_stage_and_params() {
 fn cache_status_header_values() {
     assert_eq!(CacheStatus::Hit.header_value(), "hit");
     assert_eq!(CacheStatus::Miss.header_value(), "miss");
-    assert_eq!(CacheStatus::Partial { reused: 2, total: 3 }.header_value(), "partial 2/3");
+    assert_eq!(
+        CacheStatus::Partial {
+            reused: 2,
+            total: 3
+        }
+        .header_value(),
+        "partial 2/3"
+    );
     assert_eq!(CacheStatus::Untransformed.header_value(), "none");
 }
 
@@ -86,5 +104,11 @@ fn request_params_are_sorted_and_the_last_value_wins() {
         ("a".to_string(), "2".to_string()),
         ("b".to_string(), "3".to_string()),
     ]);
-    assert_eq!(r.params, vec![("a".to_string(), "2".to_string()), ("b".to_string(), "3".to_string())]);
+    assert_eq!(
+        r.params,
+        vec![
+            ("a".to_string(), "2".to_string()),
+            ("b".to_string(), "3".to_string())
+        ]
+    );
 }

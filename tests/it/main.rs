@@ -4,6 +4,7 @@
 mod support;
 
 mod cache_modes;
+mod cli;
 mod concurrency;
 mod http;
 mod samples;

@@ -1,0 +1,152 @@
+//! The `axle` binary itself: `render` to stdout, and `serve` as a user starts
+//! it.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+use crate::support::{TestServer, TestSite};
+use axle::CacheMode;
+
+fn axle() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_axle"))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn render_prints_what_the_server_serves() {
+    let site = TestSite::new();
+    let server = TestServer::start(&site.root, CacheMode::Off).await;
+    for (doc, args) in [
+        ("two.xml", vec![]),
+        ("one.xml", vec!["--param", "who=cli"]),
+        ("latin1.xml", vec![]),
+    ] {
+        let out = axle()
+            .arg("render")
+            .arg(doc)
+            .args(&args)
+            .current_dir(&site.root)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let query = if args.is_empty() {
+            String::new()
+        } else {
+            "?who=cli".to_string()
+        };
+        let served = server.get(&format!("/{doc}{query}")).await;
+        assert_eq!(out.stdout, served.body, "{doc}");
+    }
+}
+
+#[test]
+fn render_applies_stylesheet_options_when_the_document_names_none() {
+    let site = TestSite::new();
+    let out = axle()
+        .args([
+            "render",
+            "text.xml",
+            "--stylesheet",
+            "s/upper.xsl",
+            "--param",
+            "who=me",
+        ])
+        .current_dir(&site.root)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    // text.xml names s/text.xsl by PI: the PI wins, as in AxKit.
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), "alpha\nbeta\n");
+    let out = axle()
+        .args([
+            "render",
+            "plain.xml",
+            "--stylesheet",
+            "s/upper.xsl",
+            "--param",
+            "who=me",
+        ])
+        .current_dir(&site.root)
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "<html><body>\n<h1></h1>\n<p>for me</p>\n</body></html>\n"
+    );
+}
+
+#[test]
+fn render_reports_errors_on_stderr_with_a_failing_status() {
+    let site = TestSite::new();
+    let out = axle()
+        .args(["render", "malformed.xml"])
+        .current_dir(&site.root)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(out.stdout.is_empty());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("/malformed.xml:5"), "{err}");
+    assert!(
+        !err.contains(site.root.to_str().unwrap()),
+        "no absolute paths: {err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_starts_on_the_given_address_and_serves_the_root() {
+    let site = TestSite::new();
+    let mut child = axle()
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--cache",
+            "all",
+            "--cache-size",
+            "16MiB",
+            "--root",
+        ])
+        .arg(&site.root)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap()
+        .trim_end_matches('/')
+        .to_string();
+    let first = reqwest::get(format!("{url}/two.xml")).await.unwrap();
+    assert_eq!(first.status(), 200);
+    assert_eq!(first.headers()["x-axle-cache"], "miss");
+    let second = reqwest::get(format!("{url}/two.xml")).await.unwrap();
+    assert_eq!(second.headers()["x-axle-cache"], "hit");
+    assert!(second.text().await.unwrap().contains("<h1>Two stages</h1>"));
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+#[test]
+fn bad_flags_are_refused_with_a_message() {
+    let out = axle()
+        .args(["serve", "--cache", "sometimes"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("off, all, incremental"));
+    let out = axle()
+        .args(["serve", "--cache-size", "lots"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a size"));
+}
