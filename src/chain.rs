@@ -100,10 +100,24 @@ pub fn applicable<'p>(prolog: &'p Prolog, selection: &Selection) -> Vec<&'p Styl
         .collect()
 }
 
-/// Builds the chain for the document at `doc` (root-relative URL path): its
-/// applicable PIs, or, when none applies, the `processors` configured for it
-/// (AxKit's `AxAddProcessor`; an unregistered type there is an error, while
-/// a PI of an unregistered type is only skipped).
+/// How configured processors combine with a document's PI chain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ProcessorOrder {
+    /// Only when no PI applies (AxKit: "PIs override these directives").
+    #[default]
+    Fallback,
+    /// Always, and the PIs are ignored (AxKit's `AxIgnoreStylePI`).
+    Instead,
+    /// Before the PI chain.
+    Before,
+    /// After the PI chain.
+    After,
+}
+
+/// Builds the chain for the document at `doc` (root-relative URL path) from
+/// its applicable PIs and the configured `processors`, combined by `order`.
+/// An unregistered type among the processors is an error, while a PI of an
+/// unregistered type (such as `text/css`, meant for browsers) is skipped.
 pub fn select(
     prolog: &Prolog,
     doc: &str,
@@ -111,12 +125,26 @@ pub fn select(
     registry: &Registry,
     selection: &Selection,
     processors: &[StylesheetPi],
+    order: ProcessorOrder,
 ) -> Result<Vec<StageSpec>, ChainError> {
-    let stages = build(applicable(prolog, selection), doc, root, registry, false)?;
-    if stages.is_empty() && !processors.is_empty() {
-        return build(processors.iter().collect(), doc, root, registry, true);
+    let configured = || build(processors.iter().collect(), doc, root, registry, true);
+    if order == ProcessorOrder::Instead {
+        return configured();
     }
-    Ok(stages)
+    let mut stages = build(applicable(prolog, selection), doc, root, registry, false)?;
+    match order {
+        ProcessorOrder::Fallback if stages.is_empty() => configured(),
+        ProcessorOrder::Before => {
+            let mut all = configured()?;
+            all.append(&mut stages);
+            Ok(all)
+        }
+        ProcessorOrder::After => {
+            stages.append(&mut configured()?);
+            Ok(stages)
+        }
+        _ => Ok(stages),
+    }
 }
 
 fn build(
@@ -279,6 +307,8 @@ mod tests {
             &root,
             &Registry::default(),
             &Selection::default(),
+            &[],
+            ProcessorOrder::Fallback,
         )
         .unwrap();
         let names: Vec<&str> = chain.iter().map(|s| s.resource.rel()).collect();
@@ -300,7 +330,9 @@ mod tests {
                 "/d.xml",
                 &root,
                 &reg,
-                &Selection::default()
+                &Selection::default(),
+                &[],
+                ProcessorOrder::Fallback,
             ),
             Err(ChainError::Missing { .. })
         ));
@@ -310,7 +342,9 @@ mod tests {
                 "/d.xml",
                 &root,
                 &reg,
-                &Selection::default()
+                &Selection::default(),
+                &[],
+                ProcessorOrder::Fallback,
             ),
             Err(ChainError::Outside { .. })
         ));
@@ -321,7 +355,8 @@ mod tests {
                 &root,
                 &reg,
                 &Selection::default(),
-                &[]
+                &[],
+                ProcessorOrder::Fallback,
             ),
             Err(ChainError::Embedded { .. })
         ));
@@ -342,18 +377,35 @@ mod tests {
             ..Default::default()
         };
         let sel = Selection::default();
-        let rel = |p: &Prolog| -> Vec<String> {
-            select(p, "/d.xml", &root, &reg, &sel, &conf)
+        let rel = |p: &Prolog, order| -> Vec<String> {
+            select(p, "/d.xml", &root, &reg, &sel, &conf, order)
                 .unwrap()
                 .iter()
                 .map(|s| s.resource.rel().to_string())
                 .collect()
         };
-        assert_eq!(rel(&none), ["/conf.xsl"]);
-        assert_eq!(rel(&with_pi), ["/pi.xsl"]);
+        assert_eq!(rel(&none, ProcessorOrder::Fallback), ["/conf.xsl"]);
+        assert_eq!(rel(&with_pi, ProcessorOrder::Fallback), ["/pi.xsl"]);
+        assert_eq!(rel(&with_pi, ProcessorOrder::Instead), ["/conf.xsl"]);
+        assert_eq!(
+            rel(&with_pi, ProcessorOrder::Before),
+            ["/conf.xsl", "/pi.xsl"]
+        );
+        assert_eq!(
+            rel(&with_pi, ProcessorOrder::After),
+            ["/pi.xsl", "/conf.xsl"]
+        );
         let unknown = [pi("/conf.xsl", "text/x-nope", false)];
         assert!(matches!(
-            select(&none, "/d.xml", &root, &reg, &sel, &unknown),
+            select(
+                &none,
+                "/d.xml",
+                &root,
+                &reg,
+                &sel,
+                &unknown,
+                ProcessorOrder::Fallback
+            ),
             Err(ChainError::UnknownType { .. })
         ));
     }

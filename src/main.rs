@@ -53,8 +53,8 @@ enum Command {
         /// A stylesheet parameter (repeatable), passed as a string.
         #[arg(long = "param", value_parser = parse_param)]
         params: Vec<(String, String)>,
-        /// A stylesheet to apply when the document has no <?xml-stylesheet?>
-        /// PI (repeatable: a chain, in order), like `xsltproc STYLESHEET FILE`.
+        /// A stylesheet to apply instead of the document's <?xml-stylesheet?>
+        /// PIs (repeatable: a chain, in order), like `xsltproc STYLESHEET FILE`.
         #[arg(long = "stylesheet")]
         stylesheets: Vec<PathBuf>,
         /// The document root that hrefs like "/stylesheets/x.xsl" resolve
@@ -169,6 +169,9 @@ async fn render(
         Ok(format!("/{}", parts.join("/")))
     };
     let mut request = RenderRequest::with_params(params);
+    if !stylesheets.is_empty() {
+        request.processor_order = axle::chain::ProcessorOrder::Instead;
+    }
     for sheet in stylesheets {
         request.processors.push(axle::prolog::StylesheetPi {
             href: url_of(&canonical(sheet)?)?,

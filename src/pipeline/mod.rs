@@ -173,6 +173,8 @@ pub struct RenderRequest {
     /// Stages to use when the document's PIs name none (configured
     /// processors; `axle render --stylesheet`).
     pub processors: Vec<crate::prolog::StylesheetPi>,
+    /// How `processors` combine with the PI chain.
+    pub processor_order: chain::ProcessorOrder,
 }
 
 impl RenderRequest {
@@ -289,6 +291,7 @@ impl Pipeline {
             &self.registry,
             &req.selection,
             &req.processors,
+            req.processor_order,
         )?;
         if specs.is_empty() {
             let source = match source.take() {

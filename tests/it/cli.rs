@@ -43,7 +43,7 @@ async fn render_prints_what_the_server_serves() {
 }
 
 #[test]
-fn render_applies_stylesheet_options_when_the_document_names_none() {
+fn render_stylesheet_options_replace_the_documents_pis() {
     let site = TestSite::new();
     let out = axle()
         .args([
@@ -58,8 +58,11 @@ fn render_applies_stylesheet_options_when_the_document_names_none() {
         .output()
         .unwrap();
     assert!(out.status.success());
-    // text.xml names s/text.xsl by PI: the PI wins, as in AxKit.
-    assert_eq!(String::from_utf8(out.stdout).unwrap(), "alpha\nbeta\n");
+    // text.xml names s/text.xsl by PI; --stylesheet replaces it, as in xsltproc.
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "<html><body>\n<h1></h1>\n<p>for me</p>\n</body></html>\n"
+    );
     let out = axle()
         .args([
             "render",
