@@ -13,6 +13,7 @@
 #include <libxml/parser.h>
 #include <libxml/parserInternals.h>
 #include <libxml/tree.h>
+#include <libxml/valid.h>
 #include <libxml/xmlerror.h>
 #include <libxml/xmlsave.h>
 #include <libxml/xmlIO.h>
@@ -183,3 +184,34 @@ const xmlChar *shim_node_ns_prefix(xmlNodePtr n) { return n->ns != NULL ? n->ns-
 const xmlChar *shim_dtd_external_id(xmlDocPtr d) { return d->intSubset != NULL ? d->intSubset->ExternalID : NULL; }
 const xmlChar *shim_dtd_system_id(xmlDocPtr d) { return d->intSubset != NULL ? d->intSubset->SystemID : NULL; }
 const xmlChar *shim_dtd_name(xmlDocPtr d) { return d->intSubset != NULL ? d->intSubset->name : NULL; }
+
+/*
+ * An embedded stylesheet (XSLT 1.0 section 2.7, `<?xml-stylesheet href="#id"?>`):
+ * the element with that ID is copied into a document of its own and
+ * compiled, as libxslt's xsltLoadStylesheetPI does. Returns NULL when there
+ * is no such ID or the subtree is not a valid stylesheet. The caller still
+ * owns (and frees) `doc`.
+ */
+xsltStylesheetPtr shim_embedded_stylesheet(xmlDocPtr doc, const char *id) {
+    xmlAttrPtr attr = xmlGetID(doc, (const xmlChar *)id);
+    xmlNodePtr subtree, copy;
+    xmlDocPtr fake;
+    xsltStylesheetPtr ret;
+    if (attr == NULL || attr->parent == NULL) return NULL;
+    subtree = attr->parent;
+    fake = xmlNewDoc(NULL);
+    if (fake == NULL) return NULL;
+    if (doc->dict != NULL) {
+        if (fake->dict != NULL) xmlDictFree(fake->dict);
+        fake->dict = doc->dict;
+        xmlDictReference(doc->dict);
+    }
+    copy = xmlDocCopyNode(subtree, fake, 1);
+    if (copy == NULL) { xmlFreeDoc(fake); return NULL; }
+    fake->URL = xmlNodeGetBase(doc, subtree->parent);
+    xmlAddChild((xmlNodePtr)fake, copy);
+    ret = xsltParseStylesheetDoc(fake);
+    if (ret == NULL) { xmlFreeDoc(fake); return NULL; }
+    if (ret->errors != 0) { xsltFreeStylesheet(ret); return NULL; }
+    return ret;
+}

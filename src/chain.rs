@@ -42,6 +42,9 @@ pub struct StageSpec {
     pub language: Arc<dyn Language>,
     /// The stylesheet (resource) it names, confined to the root.
     pub resource: ConfinedPath,
+    /// For `href="#id"`: the ID of the stylesheet element embedded in the
+    /// document (then `resource` is the document itself).
+    pub fragment: Option<String>,
 }
 
 impl std::fmt::Debug for StageSpec {
@@ -80,8 +83,8 @@ pub enum ChainError {
         /// The document.
         document: String,
     },
-    /// `href="#id"`: a stylesheet embedded in the document.
-    #[error("embedded stylesheets (href=\"{href}\" in {document}) are not supported yet")]
+    /// `href="#"`: an embedded stylesheet without an ID.
+    #[error("href=\"{href}\" in {document} names no embedded stylesheet")]
     Embedded {
         /// The href as written.
         href: String,
@@ -167,11 +170,26 @@ fn build(
             tracing::debug!(document = doc, r#type = %pi.r#type, "skipping PI of unregistered type");
             continue;
         };
-        if pi.href.starts_with('#') {
-            return Err(ChainError::Embedded {
+        if let Some(id) = pi.href.strip_prefix('#') {
+            // An embedded stylesheet: the resource is the document itself.
+            if id.is_empty() {
+                return Err(ChainError::Embedded {
+                    href: pi.href.clone(),
+                    document: err_doc(),
+                });
+            }
+            let resource = confine(root, doc).map_err(|_| ChainError::Missing {
                 href: pi.href.clone(),
                 document: err_doc(),
+            })?;
+            stages.push(StageSpec {
+                mime: pi.r#type.clone(),
+                href: pi.href.clone(),
+                language,
+                resource,
+                fragment: Some(id.to_string()),
             });
+            continue;
         }
         let Some(url) = resolve_href(doc, &pi.href) else {
             return Err(ChainError::Outside {
@@ -199,6 +217,7 @@ fn build(
             href: pi.href.clone(),
             language,
             resource,
+            fragment: None,
         });
     }
     Ok(stages)
@@ -350,7 +369,7 @@ mod tests {
         ));
         assert!(matches!(
             select(
-                &one("#s"),
+                &one("#"),
                 "/d.xml",
                 &root,
                 &reg,

@@ -546,6 +546,44 @@ impl Stylesheet {
                 msg
             }));
         };
+        let warnings = take_messages();
+        if !warnings.is_empty() {
+            tracing::debug!(stylesheet = url, %warnings, "stylesheet compiled with messages");
+        }
+        Ok(Stylesheet::from_compiled(ptr))
+    }
+
+    /// Compiles the stylesheet embedded in the document `bytes` (at `url`)
+    /// as the element whose ID is `id` (XSLT 1.0 section 2.7,
+    /// `<?xml-stylesheet href="#id"?>`), as libxslt's `xsltLoadStylesheetPI`
+    /// does: the element must be declared an ID (DTD or `xml:id`).
+    pub fn compile_embedded(
+        bytes: &[u8],
+        url: &str,
+        id: &str,
+        resolver: Arc<dyn Resolver>,
+    ) -> Result<Stylesheet, XmlError> {
+        let doc = XmlDoc::parse(bytes, url, resolver.clone())?;
+        let c_id = c_string(id, "stylesheet id")?;
+        begin();
+        let _guard = ResolverGuard::install(resolver);
+        // SAFETY: `doc` is a live document we own and keep until after the
+        // call; the shim copies the subtree into a new document that the
+        // returned stylesheet owns (or frees it on failure).
+        let style = unsafe { sys::shim_embedded_stylesheet(doc.ptr.as_ptr(), c_id.as_ptr()) };
+        drop(doc);
+        let Some(ptr) = NonNull::new(style) else {
+            let msg = take_messages();
+            return Err(XmlError::Compile(if msg.is_empty() {
+                format!("no stylesheet with ID '{id}' in {url}")
+            } else {
+                msg
+            }));
+        };
+        Ok(Stylesheet::from_compiled(ptr))
+    }
+
+    fn from_compiled(ptr: NonNull<sys::xsltStylesheet>) -> Stylesheet {
         // SAFETY: the stylesheet is live; the returned strings belong to it
         // (or its imports) and are copied immediately.
         let output = unsafe {
@@ -555,11 +593,7 @@ impl Stylesheet {
                 encoding: opt_string(sys::shim_out_encoding(ptr.as_ptr())),
             }
         };
-        let warnings = take_messages();
-        if !warnings.is_empty() {
-            tracing::debug!(stylesheet = url, %warnings, "stylesheet compiled with messages");
-        }
-        Ok(Stylesheet { ptr, output })
+        Stylesheet { ptr, output }
     }
 
     /// The stylesheet's `xsl:output` settings.

@@ -58,6 +58,9 @@ pub trait Stage: Send + Sync {
 pub struct Resource<'a> {
     /// Absolute path of the resource (under the root).
     pub path: &'a Path,
+    /// For `href="#id"`: the resource is the document itself and this is
+    /// the ID of the element to compile.
+    pub fragment: Option<&'a str>,
     /// Its bytes, as hashed for the cache key.
     pub bytes: &'a [u8],
     /// Confined reader for anything else the compile needs (recorded).

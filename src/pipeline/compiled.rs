@@ -38,7 +38,7 @@ impl std::fmt::Debug for CompiledStage {
 
 /// The compiled-stage cache.
 pub(crate) struct Compiled {
-    cache: moka::future::Cache<(String, PathBuf), Arc<CompiledStage>>,
+    cache: moka::future::Cache<(String, PathBuf, Option<String>), Arc<CompiledStage>>,
     fingerprints: Fingerprints,
 }
 
@@ -68,6 +68,7 @@ impl Compiled {
         let key = (
             spec.language.name().to_string(),
             spec.resource.as_path().to_path_buf(),
+            spec.fragment.clone(),
         );
         if let Some(c) = self.cache.get(&key).await {
             if self.is_fresh(&c) {
@@ -98,7 +99,10 @@ fn compile(
     stats: &Stats,
 ) -> Result<Arc<CompiledStage>, PipelineError> {
     stats.compiles.fetch_add(1, Ordering::Relaxed);
-    let rel = spec.resource.rel().to_string();
+    let rel = match &spec.fragment {
+        Some(id) => format!("{}#{id}", spec.resource.rel()),
+        None => spec.resource.rel().to_string(),
+    };
     let resolver = files.resolver();
     let (bytes, _) = resolver.read_recorded(&spec.resource).map_err(|_| {
         PipelineError::Chain(crate::chain::ChainError::Missing {
@@ -108,6 +112,7 @@ fn compile(
     })?;
     let resource = Resource {
         path: spec.resource.as_path(),
+        fragment: spec.fragment.as_deref(),
         bytes: &bytes,
         resolver: &resolver,
     };

@@ -243,7 +243,7 @@ impl Pipeline {
         for _ in 0..3 {
             match self.render_once(&located, req).await {
                 Err(PipelineError::SourceChanged(_)) => {
-                    located = self.files.locate(located.path.rel())?;
+                    located = self.files.locate(located.path.url())?;
                 }
                 other => return other,
             }
@@ -286,7 +286,7 @@ impl Pipeline {
         };
         let specs = chain::select(
             &prolog,
-            located.path.rel(),
+            located.path.url(),
             self.files.root(),
             &self.registry,
             &req.selection,

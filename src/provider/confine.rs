@@ -11,7 +11,29 @@ use super::ProviderError;
 pub struct ConfinedPath {
     abs: PathBuf,
     rel: String,
+    url: String,
 }
+
+/// Characters kept as they are in a URL path segment (RFC 3986 `pchar`
+/// without `%`): everything else is percent-encoded.
+const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~')
+    .remove(b'!')
+    .remove(b'$')
+    .remove(b'&')
+    .remove(b'\'')
+    .remove(b'(')
+    .remove(b')')
+    .remove(b'*')
+    .remove(b'+')
+    .remove(b',')
+    .remove(b';')
+    .remove(b'=')
+    .remove(b':')
+    .remove(b'@');
 
 impl ConfinedPath {
     /// The absolute, canonical path.
@@ -19,9 +41,16 @@ impl ConfinedPath {
         &self.abs
     }
 
-    /// The path relative to the root, with a leading `/` (as in a URL).
+    /// The path relative to the root, with a leading `/`, decoded (for
+    /// messages).
     pub fn rel(&self) -> &str {
         &self.rel
+    }
+
+    /// The same path as a percent-encoded URL path (what hrefs resolve
+    /// against and what [`confine`] takes back).
+    pub fn url(&self) -> &str {
+        &self.url
     }
 }
 
@@ -99,7 +128,15 @@ fn confine_decoded(
         return Err(ProviderError::Outside(original.to_string()));
     };
     let rel = format!("/{}", inside.display());
-    Ok(ConfinedPath { abs, rel })
+    let url: Vec<String> = inside
+        .components()
+        .map(|c| {
+            percent_encoding::utf8_percent_encode(&c.as_os_str().to_string_lossy(), SEGMENT)
+                .to_string()
+        })
+        .collect();
+    let url = format!("/{}", url.join("/"));
+    Ok(ConfinedPath { abs, rel, url })
 }
 
 #[cfg(test)]
@@ -131,6 +168,16 @@ mod tests {
             "a symlink inside the root is fine"
         );
         assert_eq!(confine(&root, "/").unwrap().rel(), "/");
+    }
+
+    #[test]
+    fn url_round_trips_names_with_percent_and_spaces() {
+        let (_d, root) = site();
+        std::fs::write(root.join("100% a#b.xml"), "<a/>").unwrap();
+        let p = confine(&root, "/100%25%20a%23b.xml").unwrap();
+        assert_eq!(p.rel(), "/100% a#b.xml");
+        assert_eq!(p.url(), "/100%25%20a%23b.xml");
+        assert_eq!(confine(&root, p.url()).unwrap(), p);
     }
 
     #[test]

@@ -13,7 +13,10 @@ async fn chains_of_one_two_and_three_stages_render() {
 
     let one = server.get("/one.xml").await;
     assert_eq!(one.status, 200);
-    assert_eq!(one.text(), "<html><body>\n<h1>ONE STAGE</h1>\n<p>for nobody</p>\n</body></html>\n");
+    assert_eq!(
+        one.text(),
+        "<html><body>\n<h1>ONE STAGE</h1>\n<p>for nobody</p>\n</body></html>\n"
+    );
 
     let two = server.get("/two.xml").await;
     assert_eq!(two.status, 200);
@@ -27,7 +30,10 @@ async fn chains_of_one_two_and_three_stages_render() {
 
     let three = server.get("/three.xml").await;
     assert_eq!(three.status, 200);
-    assert_eq!(three.text(), "<html><body><p class=\"yes\">kept</p></body></html>\n");
+    assert_eq!(
+        three.text(),
+        "<html><body><p class=\"yes\">kept</p></body></html>\n"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -43,7 +49,10 @@ async fn content_type_follows_the_last_stylesheets_output() {
     assert_eq!(text.text(), "alpha\nbeta\n");
 
     let latin1 = server.get("/latin1.xml").await;
-    assert_eq!(latin1.header("content-type"), "text/xml; charset=ISO-8859-1");
+    assert_eq!(
+        latin1.header("content-type"),
+        "text/xml; charset=ISO-8859-1"
+    );
     let mut expected = b"<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?>\n<out>caf".to_vec();
     expected.extend_from_slice(&[0xE9]);
     expected.extend_from_slice(b" &#8364; ");
@@ -52,7 +61,10 @@ async fn content_type_follows_the_last_stylesheets_output() {
     assert_eq!(latin1.body, expected, "bytes stay in the output encoding");
 
     let atom = server.get("/atom.xml").await;
-    assert_eq!(atom.header("content-type"), "application/atom+xml; charset=UTF-8");
+    assert_eq!(
+        atom.header("content-type"),
+        "application/atom+xml; charset=UTF-8"
+    );
     assert!(atom.text().starts_with("<?xml version=\"1.0\"?>\n<feed xmlns=\"http://www.w3.org/2005/Atom\">\n  <title>news</title>"), "{}", atom.text());
 }
 
@@ -90,11 +102,23 @@ async fn etag_and_if_none_match_give_304_in_every_mode() {
         let first = server.get("/two.xml").await;
         let etag = first.header("etag");
         assert!(etag.starts_with('"') && etag.len() == 34, "{etag}");
-        let again = server.request(reqwest::Method::GET, "/two.xml", &[("if-none-match", &etag)]).await;
+        let again = server
+            .request(
+                reqwest::Method::GET,
+                "/two.xml",
+                &[("if-none-match", &etag)],
+            )
+            .await;
         assert_eq!(again.status, 304, "{mode}");
         assert!(again.body.is_empty());
         assert_eq!(again.header("etag"), etag);
-        let other = server.request(reqwest::Method::GET, "/two.xml", &[("if-none-match", "\"other\"")]).await;
+        let other = server
+            .request(
+                reqwest::Method::GET,
+                "/two.xml",
+                &[("if-none-match", "\"other\"")],
+            )
+            .await;
         assert_eq!(other.status, 200);
         assert_eq!(other.body, first.body);
     }
@@ -118,7 +142,10 @@ async fn head_has_the_headers_of_get_and_no_body() {
 #[tokio::test(flavor = "multi_thread")]
 async fn directories_redirect_to_the_slash_and_serve_index_xml() {
     let site = TestSite::new();
-    site.write("dir/index.xml", "<?xml-stylesheet href=\"/s/upper.xsl\" type=\"text/xsl\"?><doc><title>index</title></doc>");
+    site.write(
+        "dir/index.xml",
+        "<?xml-stylesheet href=\"/s/upper.xsl\" type=\"text/xsl\"?><doc><title>index</title></doc>",
+    );
     let server = TestServer::start(&site.root, CacheMode::Incremental).await;
     let redirect = server.get("/dir").await;
     assert_eq!(redirect.status, 308);
@@ -126,7 +153,11 @@ async fn directories_redirect_to_the_slash_and_serve_index_xml() {
     let index = server.get("/dir/").await;
     assert_eq!(index.status, 200);
     assert!(index.text().contains("<h1>INDEX</h1>"));
-    assert_eq!(server.get("/s/").await.status, 404, "a directory without index.xml");
+    assert_eq!(
+        server.get("/s/").await.status,
+        404,
+        "a directory without index.xml"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -139,11 +170,52 @@ async fn query_params_reach_the_stylesheet_and_vary_the_response() {
         let b = server.get("/one.xml?who=bob;x=1").await;
         assert!(b.text().contains("<p>for bob</p>"));
         let quotes = server.get("/one.xml?who=it%27s%20%22q%22").await;
-        assert!(quotes.text().contains("<p>for it's \"q\"</p>"), "{}", quotes.text());
+        assert!(
+            quotes.text().contains("<p>for it's \"q\"</p>"),
+            "{}",
+            quotes.text()
+        );
         let again = server.get("/one.xml?who=alice").await;
         assert_eq!(again.body, a.body);
         if mode != CacheMode::Off {
             assert_eq!(again.cache(), "hit", "{mode}");
         }
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_embedded_stylesheet_is_found_by_its_id_and_tracks_edits() {
+    let site = TestSite::new();
+    for mode in MODES {
+        let server = TestServer::start(&site.root, mode).await;
+        let r = server.get("/embedded.xml").await;
+        assert_eq!(
+            (r.status, r.text().as_str()),
+            (200, "embedded: hello"),
+            "{mode}"
+        );
+        crate::support::tick().await;
+        site.write(
+            "embedded.xml",
+            &site.read("embedded.xml").replace("embedded: ", "inline: "),
+        );
+        assert_eq!(
+            server.get("/embedded.xml").await.text(),
+            "inline: hello",
+            "{mode}"
+        );
+        site.write(
+            "embedded.xml",
+            &site.read("embedded.xml").replace("inline: ", "embedded: "),
+        );
+        crate::support::tick().await;
+    }
+    site.write(
+        "noid.xml",
+        "<?xml-stylesheet href=\"#nope\" type=\"text/xsl\"?><doc/>",
+    );
+    let server = TestServer::start(&site.root, CacheMode::Off).await;
+    let r = server.get("/noid.xml").await;
+    assert_eq!(r.status, 500);
+    assert!(r.text().contains("no stylesheet with ID"), "{}", r.text());
 }
