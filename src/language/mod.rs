@@ -17,7 +17,7 @@ mod registry;
 mod xslt;
 
 pub use passthru::Passthru;
-pub use registry::Registry;
+pub use registry::{Registry, RegistryError};
 pub use xslt::Xslt;
 
 use std::path::Path;
@@ -172,6 +172,15 @@ pub enum LanguageError {
     /// The stage's input is not what it can process.
     #[error("unusable input: {0}")]
     Input(String),
+    /// The input is not well-formed XML. At stage 1 this is reported as a
+    /// malformed *document* (the source), naming the line.
+    #[error("not well-formed XML{}: {message}", line.map(|l| format!(" (line {l})")).unwrap_or_default())]
+    NotWellFormed {
+        /// 1-based line, when known.
+        line: Option<u32>,
+        /// What is wrong.
+        message: String,
+    },
     /// Anything else, in words.
     #[error("{0}")]
     Failed(String),

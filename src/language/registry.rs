@@ -40,9 +40,12 @@ impl Default for Registry {
             xslt: Arc::clone(&xslt),
         };
         for t in ["text/xsl", "application/xslt+xml", "text/xslt"] {
-            r.register(t, Arc::clone(&xslt));
+            r.by_type.insert(t.to_string(), Arc::clone(&xslt));
         }
-        r.register("application/x-axle-passthru", Arc::new(Passthru));
+        r.by_type.insert(
+            "application/x-axle-passthru".to_string(),
+            Arc::new(Passthru),
+        );
         r
     }
 }
@@ -58,10 +61,26 @@ impl Registry {
     }
 
     /// Maps `mime` (case-insensitive, parameters ignored) to `language`,
-    /// replacing any earlier mapping.
-    pub fn register(&mut self, mime: &str, language: Arc<dyn Language>) -> &mut Self {
+    /// replacing any earlier mapping of that type. Refused when a *different*
+    /// Language with the same name is registered: names are part of cache
+    /// keys, so two Languages sharing one would share cached results.
+    pub fn register(
+        &mut self,
+        mime: &str,
+        language: Arc<dyn Language>,
+    ) -> Result<&mut Self, RegistryError> {
+        let clash = self
+            .by_type
+            .values()
+            .chain(std::iter::once(&self.xslt))
+            .find(|l| l.name() == language.name() && !Arc::ptr_eq(l, &language));
+        if let Some(existing) = clash {
+            // The same Language type registered twice (two instances of one
+            // stateless struct) is fine only if it is the very same value.
+            return Err(RegistryError::DuplicateName(existing.name().to_string()));
+        }
         self.by_type.insert(normalize(mime), language);
-        self
+        Ok(self)
     }
 
     /// The Language for a PI's `type` and `href`, if any.
@@ -80,6 +99,14 @@ impl Registry {
         }
         None
     }
+}
+
+/// Why a Language cannot be registered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RegistryError {
+    /// Another Language already uses this name.
+    #[error("another Language is already registered under the name '{0}'")]
+    DuplicateName(String),
 }
 
 fn normalize(mime: &str) -> String {

@@ -574,13 +574,28 @@ impl ChainJob {
 
     fn stage_error(&self, index: usize, error: LanguageError) -> PipelineError {
         if index == 0 {
-            if let LanguageError::Xml(e @ XmlError::Parse { .. }) = &error {
-                if is_source_error(e, &self.base_url) {
+            let document = || rel_of(&self.files, &self.base_url);
+            match &error {
+                LanguageError::Xml(e @ XmlError::Parse { .. })
+                    if is_source_error(e, &self.base_url) =>
+                {
                     return PipelineError::Source {
-                        document: rel_of(&self.files, &self.base_url),
+                        document: document(),
                         error: e.clone(),
                     };
                 }
+                LanguageError::NotWellFormed { line, message } => {
+                    let error = XmlError::Parse {
+                        file: Some(document()),
+                        line: *line,
+                        message: message.clone(),
+                    };
+                    return PipelineError::Source {
+                        document: document(),
+                        error,
+                    };
+                }
+                _ => {}
             }
         }
         PipelineError::Stage {

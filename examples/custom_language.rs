@@ -1,0 +1,866 @@
+//! Writing your own Language: a stage that numbers section titles.
+//!
+//! Run it with `cargo run --example custom_language` (options: `--root DIR`,
+//! default the bundled `samples/`, and `--listen ADDR`, default
+//! `127.0.0.1:8080`), then open <http://127.0.0.1:8080/custom/numbered.xml>:
+//! its section headings read 1, 1.1, 1.2, 2, 2.1, 2.1.1.
+//!
+//! # What a Language is
+//!
+//! Axle serves a document through the chain of stages named by its
+//! `<?xml-stylesheet type="..." href="..."?>` processing instructions. The
+//! `type` picks a [`Language`] from the [`Registry`]; the `href` names the
+//! stage's *resource*. For XSLT the resource is a stylesheet; for the
+//! `Numbered` Language below it is a one-element configuration file:
+//!
+//! ```xml
+//! <numbering separator="." max-depth="3"/>
+//! ```
+//!
+//! # Compile, then run
+//!
+//! A Language has two halves with different lifetimes:
+//!
+//! - [`Language::compile`] turns the resource into a [`Stage`]. It runs once
+//!   per resource, and again only when a file it read has changed. Do the
+//!   expensive and the fallible work here (parsing the configuration,
+//!   rejecting a bad one): its errors are reported as a broken stylesheet.
+//! - [`Stage::run`] transforms one document. The compiled stage is shared by
+//!   every request and may run on several threads at once, so it is
+//!   `Send + Sync` and holds no per-request state. Its input is a tree or
+//!   bytes ([`StageData`]); a Language that does not use libxml2 asks for
+//!   bytes (`input.into_bytes()`), as this one does for roxmltree. Its output
+//!   is bytes (or a tree); at the final position (`ctx.is_final`) the bytes
+//!   are the response, and `content_type` is its Content-Type.
+//!
+//! # Read through `Resource` and `StageContext`
+//!
+//! Axle caches outputs by content hash: a cache key covers the stage's
+//! Language, every file its compile read, its position, the request's
+//! parameters and the hash of its input. So a stage must be a pure function
+//! of what Axle can see:
+//!
+//! - in `compile`, read the resource from `resource.bytes`, and any other
+//!   file with [`Resource::read_related`];
+//! - in `run`, read files with [`StageContext::read_related`] and parameters
+//!   from `ctx.params`.
+//!
+//! Those reads are confined to the document root and recorded, so an edit to
+//! any of those files invalidates exactly the right entries. A stage that
+//! opens files itself (`std::fs`), looks at the clock or the network, or
+//! keeps state between runs would be served stale from the cache.
+//!
+//! # The `version()` rule
+//!
+//! [`Language::name`] and [`Language::version`] are part of every key. When
+//! a new build of the Language would give *other output for the same input
+//! and resource*, bump `version()`, so that results cached by the old code
+//! are not served as if the new code had produced them. A refactoring that
+//! keeps the output byte for byte needs no bump. The name must be unique
+//! among the registered Languages.
+//!
+//! # Plugging it in
+//!
+//! Register the type under a MIME type, then serve:
+//!
+//! ```ignore
+//! let mut registry = axle::Registry::default(); // XSLT and passthru
+//! registry.register("application/x-axle-numbered", Arc::new(Numbered))?;
+//! axle::http::serve(&config, registry).await?;
+//! ```
+//!
+//! and name the type in a document, where it chains with XSLT stages like
+//! any other:
+//!
+//! ```xml
+//! <?xml-stylesheet type="application/x-axle-numbered" href="/stylesheets/numbering.xml"?>
+//! <?xml-stylesheet type="text/xsl" href="/stylesheets/page.xsl"?>
+//! ```
+//!
+//! A PI whose type is not registered is skipped, so under a plain
+//! `axle serve` the same page renders without numbers.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use axle::language::{
+    Language, LanguageError, Resource, Stage, StageContext, StageData, StageOutput,
+};
+use axle::{Registry, ServeConfig};
+use bytes::Bytes;
+use roxmltree::{Document, Node, NodeId, NodeType};
+
+/// The MIME type the example registers `Numbered` under.
+const NUMBERED_TYPE: &str = "application/x-axle-numbered";
+
+// ---------------------------------------------------------------------------
+// The Language
+// ---------------------------------------------------------------------------
+
+/// Numbers the `<title>` of every `<section>` (both in no namespace):
+/// `number="1"`, `"1.1"`, `"1.2"`, `"2"`, ... by the sections' nesting.
+#[derive(Debug, Default, Clone, Copy)]
+struct Numbered;
+
+impl Language for Numbered {
+    fn name(&self) -> &str {
+        "numbered"
+    }
+
+    /// Version 1. Bump it when this file changes what the stage writes for
+    /// the same input and configuration (say, numbering appendices A, B, C).
+    fn version(&self) -> u32 {
+        1
+    }
+
+    fn compile(&self, resource: &Resource<'_>) -> Result<Arc<dyn Stage>, LanguageError> {
+        // `href="#id"` names an element of the document itself (XSLT's
+        // embedded stylesheets); this Language wants a file of its own.
+        if let Some(id) = resource.fragment {
+            return Err(LanguageError::Failed(format!(
+                "href=\"#{id}\": the numbered Language reads its configuration from a file \
+                 such as /stylesheets/numbering.xml, not from the document"
+            )));
+        }
+        // Everything the stage depends on comes from `resource.bytes`, which
+        // Axle has already hashed into the stage's identity.
+        let config = NumberingConfig::parse(resource.bytes)?;
+        Ok(Arc::new(NumberedStage { config }))
+    }
+}
+
+/// The compiled configuration: `<numbering separator="." max-depth="3"/>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct NumberingConfig {
+    /// Joins the levels of a number (default `.`).
+    separator: String,
+    /// Sections nested deeper than this get no number (default 3).
+    max_depth: usize,
+}
+
+impl Default for NumberingConfig {
+    fn default() -> Self {
+        NumberingConfig {
+            separator: ".".into(),
+            max_depth: 3,
+        }
+    }
+}
+
+impl NumberingConfig {
+    const EXPECTED: &'static str = r#"expected <numbering separator="." max-depth="3"/>"#;
+
+    fn parse(bytes: &[u8]) -> Result<Self, LanguageError> {
+        let fail = |why: String| LanguageError::Failed(format!("{why} ({})", Self::EXPECTED));
+        let text = std::str::from_utf8(bytes)
+            .map_err(|e| fail(format!("the numbering configuration is not UTF-8: {e}")))?;
+        let doc = Document::parse(text.trim_start_matches('\u{feff}')).map_err(|e| {
+            fail(format!(
+                "the numbering configuration is not well-formed XML: {e}"
+            ))
+        })?;
+        let root = doc.root_element();
+        let name = root.tag_name();
+        if name.name() != "numbering" || name.namespace().is_some() {
+            return Err(fail(format!(
+                "the numbering configuration is a <{}> element",
+                qname(root)
+            )));
+        }
+        let has_content = root
+            .children()
+            .any(|c| c.is_element() || (c.is_text() && !c.text().unwrap_or("").trim().is_empty()));
+        if has_content {
+            return Err(fail("<numbering> must be empty".into()));
+        }
+        let mut config = NumberingConfig::default();
+        for attr in root.attributes() {
+            match (attr.namespace(), attr.name()) {
+                (None, "separator") => config.separator = attr.value().to_string(),
+                (None, "max-depth") => {
+                    config.max_depth = attr
+                        .value()
+                        .trim()
+                        .parse()
+                        .ok()
+                        .filter(|&d| d >= 1)
+                        .ok_or_else(|| {
+                            fail(format!(
+                                "max-depth=\"{}\" is not a whole number of at least 1",
+                                attr.value()
+                            ))
+                        })?;
+                }
+                (Some(_), _) => {} // other vocabularies' attributes are allowed
+                (None, other) => {
+                    return Err(fail(format!(
+                        "<numbering> has an unknown attribute {other:?}"
+                    )));
+                }
+            }
+        }
+        Ok(config)
+    }
+}
+
+/// The compiled stage: just the configuration, read-only and shareable.
+#[derive(Debug)]
+struct NumberedStage {
+    config: NumberingConfig,
+}
+
+impl Stage for NumberedStage {
+    fn run(&self, input: StageData, ctx: &StageContext<'_>) -> Result<StageOutput, LanguageError> {
+        // A tree from a previous XSLT stage is serialized as UTF-8 XML; as the
+        // first stage we get the source's bytes as they are on disk.
+        let bytes = input.into_bytes()?;
+        let output = number_document(&bytes, &self.config)?;
+        Ok(StageOutput {
+            data: StageData::Bytes(Bytes::from(output)),
+            content_type: ctx.is_final.then(|| "text/xml; charset=UTF-8".to_string()),
+        })
+    }
+}
+
+/// The whole transformation: parse, number, serialize.
+fn number_document(input: &[u8], config: &NumberingConfig) -> Result<Vec<u8>, LanguageError> {
+    let text = std::str::from_utf8(input).map_err(|e| {
+        LanguageError::Input(format!(
+            "the numbered Language reads UTF-8 documents only: {e}"
+        ))
+    })?;
+    let options = roxmltree::ParsingOptions {
+        allow_dtd: true, // internal entities are expanded; the DOCTYPE is dropped
+        ..roxmltree::ParsingOptions::default()
+    };
+    let doc = Document::parse_with_options(text.trim_start_matches('\u{feff}'), options).map_err(
+        |e| LanguageError::NotWellFormed {
+            line: Some(e.pos().row),
+            message: e.to_string(),
+        },
+    )?;
+    let numbers = section_numbers(&doc, config);
+    Ok(serialize(&doc, &numbers).into_bytes())
+}
+
+fn is_named(node: Node<'_, '_>, local: &str) -> bool {
+    node.is_element() && node.tag_name().name() == local && node.tag_name().namespace().is_none()
+}
+
+/// The number of every section within `max_depth`, by node. A section's
+/// parent in the outline is its nearest ancestor section, whatever elements
+/// lie between them.
+fn section_numbers(doc: &Document<'_>, config: &NumberingConfig) -> HashMap<NodeId, String> {
+    // Sections seen so far under each outline parent (None: the top level).
+    let mut counts: HashMap<Option<NodeId>, usize> = HashMap::new();
+    // Each section's depth and, within max_depth, its number.
+    let mut outline: HashMap<NodeId, (usize, Option<String>)> = HashMap::new();
+    // Document order: a section is met after its outline parent.
+    for section in doc.descendants().filter(|n| is_named(*n, "section")) {
+        let parent = section
+            .ancestors()
+            .skip(1)
+            .find(|n| is_named(*n, "section"));
+        let count = counts.entry(parent.map(|p| p.id())).or_insert(0);
+        *count += 1;
+        let (depth, number) = match parent.and_then(|p| outline.get(&p.id())) {
+            None => (1, Some(count.to_string())),
+            Some((depth, Some(prefix))) if *depth < config.max_depth => (
+                depth + 1,
+                Some(format!("{prefix}{}{count}", config.separator)),
+            ),
+            Some((depth, _)) => (depth + 1, None),
+        };
+        outline.insert(section.id(), (depth, number));
+    }
+    outline
+        .into_iter()
+        .filter_map(|(id, (_, number))| Some((id, number?)))
+        .collect()
+}
+
+// ---------------------------------------------------------------------------
+// A small XML serializer over roxmltree nodes
+// ---------------------------------------------------------------------------
+
+/// Writes `doc` as UTF-8 XML, giving each `<title>` child of a numbered
+/// section a `number` attribute (replacing one already there).
+fn serialize(doc: &Document<'_>, numbers: &HashMap<NodeId, String>) -> String {
+    enum Step<'a, 'input> {
+        Open(Node<'a, 'input>),
+        Close(Node<'a, 'input>),
+    }
+    let mut out = String::with_capacity(doc.input_text().len() + 64);
+    out.push_str("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    for top in doc.root().children() {
+        // An explicit stack instead of recursion: deep documents are fine.
+        let mut stack = vec![Step::Open(top)];
+        while let Some(step) = stack.pop() {
+            match step {
+                Step::Open(node) => match node.node_type() {
+                    NodeType::Element => {
+                        let number = node
+                            .parent_element()
+                            .filter(|p| is_named(node, "title") && is_named(*p, "section"))
+                            .and_then(|p| numbers.get(&p.id()));
+                        write_start_tag(&mut out, node, number.map(String::as_str));
+                        if node.has_children() {
+                            out.push('>');
+                            stack.push(Step::Close(node));
+                            stack.extend(node.children().rev().map(Step::Open));
+                        } else {
+                            out.push_str("/>");
+                        }
+                    }
+                    NodeType::Text => escape(&mut out, node.text().unwrap_or(""), false),
+                    NodeType::Comment => {
+                        out.push_str("<!--");
+                        out.push_str(node.text().unwrap_or(""));
+                        out.push_str("-->");
+                    }
+                    NodeType::PI => {
+                        if let Some(pi) = node.pi() {
+                            out.push_str("<?");
+                            out.push_str(pi.target);
+                            if let Some(value) = pi.value {
+                                out.push(' ');
+                                out.push_str(value);
+                            }
+                            out.push_str("?>");
+                        }
+                    }
+                    NodeType::Root => {}
+                },
+                Step::Close(node) => {
+                    out.push_str("</");
+                    out.push_str(&qname(node));
+                    out.push('>');
+                }
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// `<name xmlns...="..." attr="..."` (without the closing `>` or `/>`).
+fn write_start_tag(out: &mut String, node: Node<'_, '_>, number: Option<&str>) {
+    out.push('<');
+    out.push_str(&qname(node));
+    // roxmltree lists the namespaces in scope; the ones declared here are
+    // those the parent does not have (this includes `xmlns=""`).
+    let inherited: Vec<_> = node
+        .parent_element()
+        .map(|p| p.namespaces().collect())
+        .unwrap_or_default();
+    for ns in node.namespaces() {
+        if ns.name() == Some("xml") || inherited.contains(&ns) {
+            continue;
+        }
+        match ns.name() {
+            Some(prefix) => {
+                out.push_str(" xmlns:");
+                out.push_str(prefix);
+            }
+            None => out.push_str(" xmlns"),
+        }
+        out.push_str("=\"");
+        escape(out, ns.uri(), true);
+        out.push('"');
+    }
+    let mut number = number;
+    for attr in node.attributes() {
+        out.push(' ');
+        out.push_str(&attribute_qname(node, &attr));
+        out.push_str("=\"");
+        if attr.namespace().is_none() && attr.name() == "number" && number.is_some() {
+            escape(out, number.take().unwrap_or_default(), true);
+        } else {
+            escape(out, attr.value(), true);
+        }
+        out.push('"');
+    }
+    if let Some(number) = number {
+        out.push_str(" number=\"");
+        escape(out, number, true);
+        out.push('"');
+    }
+}
+
+/// An element's name with the prefix it was written with.
+fn qname<'a>(node: Node<'a, '_>) -> Cow<'a, str> {
+    let name = node.tag_name();
+    // The source text from just after `<` up to the end of the name.
+    let written = node
+        .document()
+        .input_text()
+        .get(node.range().start + 1..)
+        .map(|s| {
+            let end = s.find(|c: char| c.is_whitespace() || c == '/' || c == '>');
+            &s[..end.unwrap_or(s.len())]
+        });
+    let prefix = match name.namespace() {
+        Some(uri) if node.default_namespace() != Some(uri) => node.lookup_prefix(uri),
+        _ => None,
+    };
+    written_or(written, prefix, name.name())
+}
+
+/// An attribute's name with the prefix it was written with.
+fn attribute_qname<'a>(node: Node<'a, '_>, attr: &roxmltree::Attribute<'a, '_>) -> Cow<'a, str> {
+    let written = node.document().input_text().get(attr.range_qname());
+    let prefix = attr.namespace().and_then(|uri| node.lookup_prefix(uri));
+    written_or(written, prefix, attr.name())
+}
+
+/// The name as written in the source when that text really is this name
+/// (always, with roxmltree 0.20), else rebuilt from the namespace scope.
+fn written_or<'a>(written: Option<&'a str>, prefix: Option<&str>, local: &'a str) -> Cow<'a, str> {
+    match (written, prefix) {
+        (Some(q), _) if q.rsplit(':').next() == Some(local) => Cow::Borrowed(q),
+        (_, Some(prefix)) => Cow::Owned(format!("{prefix}:{local}")),
+        (_, None) => Cow::Borrowed(local),
+    }
+}
+
+/// Appends `text` escaped for content (`attribute == false`) or for a
+/// double-quoted attribute value. Whitespace that the parser would otherwise
+/// normalize away is written as character references.
+fn escape(out: &mut String, text: &str, attribute: bool) {
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' if attribute => out.push_str("&quot;"),
+            '\t' if attribute => out.push_str("&#9;"),
+            '\n' if attribute => out.push_str("&#10;"),
+            '\r' => out.push_str("&#13;"),
+            c => out.push(c),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The server
+// ---------------------------------------------------------------------------
+
+const USAGE: &str = "usage: cargo run --example custom_language -- [--root DIR] [--listen ADDR]";
+
+/// `--root DIR` and `--listen ADDR` (also `--root=DIR`), by hand.
+fn parse_args(args: impl IntoIterator<Item = String>) -> Result<(PathBuf, SocketAddr), String> {
+    let mut root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("samples");
+    let mut listen = SocketAddr::from(([127, 0, 0, 1], 8080));
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
+            _ => (arg.clone(), None),
+        };
+        let mut value = || {
+            inline
+                .clone()
+                .or_else(|| args.next())
+                .ok_or_else(|| format!("{flag} needs a value"))
+        };
+        match flag.as_str() {
+            "--root" => root = PathBuf::from(value()?),
+            "--listen" => {
+                let text = value()?;
+                listen = text.parse().map_err(|e| format!("--listen {text}: {e}"))?;
+            }
+            "-h" | "--help" => return Err(String::new()), // usage, exit 0
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    Ok((root, listen))
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("axle=info,warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let (root, listen) = match parse_args(std::env::args().skip(1)) {
+        Ok(parsed) => parsed,
+        Err(why) if why.is_empty() => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Err(why) => {
+            eprintln!("custom_language: {why}\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut config = ServeConfig::new(root);
+    config.listen = listen;
+
+    // The default registry (XSLT, passthru) plus our Language.
+    let mut registry = Registry::default();
+    if let Err(e) = registry.register(NUMBERED_TYPE, Arc::new(Numbered)) {
+        eprintln!("custom_language: {e}");
+        return ExitCode::FAILURE;
+    }
+
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("custom_language: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    println!("custom_language: {NUMBERED_TYPE} is registered; open /custom/numbered.xml");
+    match runtime.block_on(axle::http::serve(&config, registry)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("custom_language: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    use axle::CacheMode;
+    use axle::cache::Fingerprints;
+    use axle::ffi::Limits;
+    use axle::provider::{FileProvider, RootResolver};
+
+    use super::*;
+
+    fn numbered(input: &str, config: &NumberingConfig) -> String {
+        String::from_utf8(number_document(input.as_bytes(), config).unwrap()).unwrap()
+    }
+
+    fn config(separator: &str, max_depth: usize) -> NumberingConfig {
+        NumberingConfig {
+            separator: separator.into(),
+            max_depth,
+        }
+    }
+
+    #[test]
+    fn numbers_nested_sections_exactly() {
+        let input = r#"<?xml version="1.0"?>
+<!-- outline -->
+<doc xmlns:x="urn:x">
+  <title>Top</title>
+  <section id="a">
+    <title>A</title>
+    <section><title number="old">A.1</title></section>
+    <div><section><title>A.2</title></section></div>
+  </section>
+  <section><title x:k="v">B</title><section><section><title>B.1.1</title></section></section></section>
+</doc>"#;
+        let want = r#"<?xml version="1.0" encoding="UTF-8"?>
+<!-- outline -->
+<doc xmlns:x="urn:x">
+  <title>Top</title>
+  <section id="a">
+    <title number="1">A</title>
+    <section><title number="1.1">A.1</title></section>
+    <div><section><title number="1.2">A.2</title></section></div>
+  </section>
+  <section><title x:k="v" number="2">B</title><section><section><title number="2.1.1">B.1.1</title></section></section></section>
+</doc>
+"#;
+        assert_eq!(numbered(input, &NumberingConfig::default()), want);
+    }
+
+    #[test]
+    fn max_depth_and_separator_are_honoured() {
+        let input = "<d><section><title>1</title><section><title>1.1</title>\
+                     <section><title>1.1.1</title></section></section></section>\
+                     <section><title>2</title><title>again</title></section></d>";
+        let out = numbered(input, &config(" - ", 2));
+        assert_eq!(
+            out,
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+             <d><section><title number=\"1\">1</title><section><title number=\"1 - 1\">1.1</title>\
+             <section><title>1.1.1</title></section></section></section>\
+             <section><title number=\"2\">2</title><title number=\"2\">again</title></section></d>\n"
+        );
+        let out = numbered(input, &config("-", 1));
+        assert!(out.contains(r#"<title number="1">1</title><section><title>1.1</title>"#));
+    }
+
+    #[test]
+    fn serializer_keeps_namespaces_pis_comments_and_escapes() {
+        let input = "<?xml version='1.0' encoding='utf-8'?>\n\
+            <!DOCTYPE r [<!ENTITY e '<b>&amp;</b>'>]>\n\
+            <?pi one two?><?bare?>\n\
+            <r xmlns='urn:d' xmlns:p='urn:p' p:a='&lt;&amp;&gt;&quot;&#10;&#9;x'>\
+            <p:e xmlns=''><u/></p:e><![CDATA[a<b>]]> &e; \u{e9}<!--c--><section/></r>";
+        let out = numbered(input, &NumberingConfig::default());
+        assert_eq!(
+            out,
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+             <?pi one two?>\n<?bare?>\n\
+             <r xmlns=\"urn:d\" xmlns:p=\"urn:p\" p:a=\"&lt;&amp;&gt;&quot;&#10;&#9;x\">\
+             <p:e xmlns=\"\"><u/></p:e>a&lt;b&gt; <b>&amp;</b> \u{e9}<!--c--><section/></r>\n"
+        );
+        // The output means the same as the input (the <section> is in the
+        // urn:d namespace, so it is not numbered).
+        let (a, b) = (
+            Document::parse_with_options(
+                input,
+                roxmltree::ParsingOptions {
+                    allow_dtd: true,
+                    ..Default::default()
+                },
+            )
+            .unwrap(),
+            Document::parse(&out).unwrap(),
+        );
+        let names = |d: &Document<'_>| -> Vec<String> {
+            d.descendants()
+                .filter(|n| n.is_element())
+                .map(|n| format!("{:?}", n.tag_name()))
+                .collect()
+        };
+        assert_eq!(names(&a), names(&b));
+    }
+
+    #[test]
+    fn config_defaults_and_values() {
+        let parse = |s: &str| NumberingConfig::parse(s.as_bytes());
+        assert_eq!(parse("<numbering/>").unwrap(), NumberingConfig::default());
+        assert_eq!(
+            parse("<?xml version='1.0'?><!-- c --><numbering separator='-' max-depth=' 5 '/>")
+                .unwrap(),
+            config("-", 5)
+        );
+    }
+
+    #[test]
+    fn malformed_config_is_a_clear_error() {
+        for (config, why) in [
+            ("<numbering", "not well-formed XML"),
+            ("<numbers/>", "is a <numbers> element"),
+            (
+                "<n:numbering xmlns:n='urn:n'/>",
+                "is a <n:numbering> element",
+            ),
+            (
+                "<numbering max-depth='0'/>",
+                "max-depth=\"0\" is not a whole number",
+            ),
+            ("<numbering max-depth='two'/>", "max-depth=\"two\""),
+            (
+                "<numbering maxdepth='2'/>",
+                "unknown attribute \"maxdepth\"",
+            ),
+            ("<numbering><x/></numbering>", "must be empty"),
+        ] {
+            match NumberingConfig::parse(config.as_bytes()) {
+                Err(LanguageError::Failed(message)) => {
+                    assert!(message.contains(why), "{config}: {message}");
+                    assert!(message.contains(NumberingConfig::EXPECTED), "{message}");
+                }
+                other => panic!("{config}: {other:?}"),
+            }
+        }
+        assert!(matches!(
+            NumberingConfig::parse(b"<numbering separator='\xff'/>"),
+            Err(LanguageError::Failed(m)) if m.contains("not UTF-8")
+        ));
+    }
+
+    #[test]
+    fn malformed_input_is_an_input_error() {
+        let cfg = NumberingConfig::default();
+        match number_document(b"<doc>\n<section></doc>", &cfg) {
+            Err(LanguageError::NotWellFormed { line, message }) => {
+                assert_eq!(line, Some(2), "{message}");
+                assert!(message.contains("2:"), "roxmltree's position: {message}");
+            }
+            other => panic!("{other:?}"),
+        }
+        match number_document(b"<doc>caf\xe9</doc>", &cfg) {
+            Err(LanguageError::Input(m)) => assert!(m.contains("UTF-8"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            number_document(b"<doc>&undefined;</doc>", &cfg),
+            Err(LanguageError::NotWellFormed { .. })
+        ));
+    }
+
+    /// A document root with a resolver, as the pipeline gives a Language.
+    fn resolver_for(root: &Path) -> Arc<RootResolver> {
+        FileProvider::new(root, Fingerprints::default())
+            .unwrap()
+            .resolver()
+    }
+
+    #[test]
+    fn compiles_and_runs_through_the_language_api() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let resolver = resolver_for(&root);
+        let config_path = root.join("numbering.xml");
+        let resource = |bytes: &'static [u8]| Resource {
+            path: &config_path,
+            fragment: None,
+            bytes,
+            resolver: &resolver,
+        };
+        let bad = Numbered.compile(&resource(b"<numbers/>"));
+        assert!(matches!(bad, Err(LanguageError::Failed(_))));
+        let embedded = Numbered.compile(&Resource {
+            fragment: Some("n"),
+            ..resource(b"<doc><numbering id='n'/></doc>")
+        });
+        assert!(matches!(embedded, Err(LanguageError::Failed(m)) if m.contains("#n")));
+        let stage = Numbered
+            .compile(&resource(b"<numbering separator=':'/>"))
+            .unwrap();
+
+        let base_url = root.join("doc.xml").display().to_string();
+        let limits = Limits::default();
+        let run = |is_final: bool| {
+            let ctx = StageContext {
+                base_url: &base_url,
+                params: &[],
+                is_final,
+                limits: &limits,
+                resolver: &resolver,
+            };
+            let input = StageData::Bytes(Bytes::from_static(
+                b"<d><section><section><title>t</title></section></section></d>",
+            ));
+            stage.run(input, &ctx).unwrap()
+        };
+        let want = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+                    <d><section><section><title number=\"1:1\">t</title></section></section></d>\n";
+        for is_final in [false, true] {
+            let out = run(is_final);
+            let StageData::Bytes(bytes) = out.data else {
+                panic!("expected bytes");
+            };
+            assert_eq!(std::str::from_utf8(&bytes).unwrap(), want);
+            assert_eq!(
+                out.content_type.as_deref(),
+                is_final.then_some("text/xml; charset=UTF-8")
+            );
+        }
+    }
+
+    const RENDER_XSL: &str = r#"<xsl:stylesheet version="1.0"
+    xmlns:xsl="http://www.w3.org/1999/XSL/Transform">
+  <xsl:output method="html" indent="no"/>
+  <xsl:template match="/">
+    <div><xsl:apply-templates select="//section/title"/></div>
+  </xsl:template>
+  <xsl:template match="title[@number]">
+    <h1><xsl:value-of select="concat(@number, ' ', .)"/></h1>
+  </xsl:template>
+  <xsl:template match="title">
+    <h1><xsl:value-of select="."/></h1>
+  </xsl:template>
+</xsl:stylesheet>
+"#;
+
+    const DOC: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<?xml-stylesheet type="application/x-axle-numbered" href="numbering.xml"?>
+<?xml-stylesheet type="text/xsl" href="/render.xsl"?>
+<doc>
+  <section><title>Intro</title>
+    <section><title>Scope</title></section>
+    <section><title>Terms</title>
+      <section><title>Too deep</title></section>
+    </section>
+  </section>
+  <section><title>Design &amp; use</title></section>
+</doc>
+"#;
+
+    const WANT: &str = "<div>\
+        <h1>1 Intro</h1><h1>1.1 Scope</h1><h1>1.2 Terms</h1><h1>Too deep</h1>\
+        <h1>2 Design &amp; use</h1></div>\n";
+
+    fn write_site(root: &Path) {
+        std::fs::write(root.join("render.xsl"), RENDER_XSL).unwrap();
+        std::fs::create_dir(root.join("docs")).unwrap();
+        std::fs::write(
+            root.join("docs/numbering.xml"),
+            r#"<numbering max-depth="2"/>"#,
+        )
+        .unwrap();
+        std::fs::write(root.join("docs/outline.xml"), DOC).unwrap();
+    }
+
+    /// Serves `root` with the numbered Language on an ephemeral port.
+    async fn start(root: PathBuf, mode: CacheMode) -> SocketAddr {
+        let mut config = ServeConfig::new(root);
+        config.cache_mode = mode;
+        let mut registry = Registry::default();
+        registry
+            .register(NUMBERED_TYPE, Arc::new(Numbered))
+            .unwrap();
+        let app = axle::http::App::new(&config, registry).unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            axum::serve(listener, axle::http::router(app))
+                .await
+                .unwrap();
+        });
+        addr
+    }
+
+    async fn get(url: &str) -> (u16, String, String, String) {
+        let response = reqwest::get(url).await.unwrap();
+        let header = |name: &str| {
+            response
+                .headers()
+                .get(name)
+                .map(|v| v.to_str().unwrap().to_string())
+                .unwrap_or_default()
+        };
+        let (cache, content_type) = (header(axle::http::CACHE_HEADER), header("content-type"));
+        let status = response.status().as_u16();
+        (status, cache, content_type, response.text().await.unwrap())
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn serves_the_chain_identically_in_every_cache_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        write_site(&root);
+        let mut bodies = Vec::new();
+        for mode in [CacheMode::Off, CacheMode::All, CacheMode::Incremental] {
+            let addr = start(root.clone(), mode).await;
+            let url = format!("http://{addr}/docs/outline.xml");
+            let (status, cache, content_type, body) = get(&url).await;
+            assert_eq!(status, 200, "{mode}: {body}");
+            assert_eq!(cache, "miss", "{mode}");
+            assert_eq!(content_type, "text/html; charset=UTF-8", "{mode}");
+            assert_eq!(body, WANT, "{mode}");
+
+            let (status, cache, _, again) = get(&url).await;
+            assert_eq!(status, 200, "{mode}");
+            let want_cache = if mode == CacheMode::Off {
+                "miss"
+            } else {
+                "hit"
+            };
+            assert_eq!(cache, want_cache, "{mode}");
+            assert_eq!(again, body, "{mode}");
+            bodies.push(body);
+        }
+        assert!(bodies.iter().all(|b| *b == bodies[0]));
+    }
+}
