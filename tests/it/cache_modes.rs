@@ -32,7 +32,11 @@ async fn every_mode_gives_identical_bodies_and_headers() {
             for round in 0..2 {
                 let got = server.get(doc).await;
                 assert_eq!(got.body, want.body, "{doc} round {round}");
-                assert_eq!(got.comparable_headers(), want.comparable_headers(), "{doc} round {round}");
+                assert_eq!(
+                    got.comparable_headers(),
+                    want.comparable_headers(),
+                    "{doc} round {round}"
+                );
             }
         }
     }
@@ -48,11 +52,18 @@ async fn caching_modes_report_miss_then_hit_and_off_always_computes() {
         let runs = server.stage_runs();
         match mode {
             CacheMode::Off => {
-                assert_eq!((first.cache().as_str(), second.cache().as_str()), ("miss", "miss"));
+                assert_eq!(
+                    (first.cache().as_str(), second.cache().as_str()),
+                    ("miss", "miss")
+                );
                 assert_eq!(runs, 6);
             }
             _ => {
-                assert_eq!((first.cache().as_str(), second.cache().as_str()), ("miss", "hit"), "{mode}");
+                assert_eq!(
+                    (first.cache().as_str(), second.cache().as_str()),
+                    ("miss", "hit"),
+                    "{mode}"
+                );
                 assert_eq!(runs, 3, "{mode}");
             }
         }
@@ -69,7 +80,9 @@ async fn incremental_reuses_later_stages_when_stage_one_output_is_unchanged() {
     assert_eq!(inc.stage_runs(), 3);
 
     tick().await;
-    let edited = site.read("three.xml").replace("ignored 1", "ignored 2 (longer)");
+    let edited = site
+        .read("three.xml")
+        .replace("ignored 1", "ignored 2 (longer)");
     site.write("three.xml", &edited);
 
     let after = inc.get("/three.xml").await;
@@ -78,7 +91,11 @@ async fn incremental_reuses_later_stages_when_stage_one_output_is_unchanged() {
     assert_eq!(inc.stage_runs(), 4, "only stage 1 ran again");
 
     let all_after = all.get("/three.xml").await;
-    assert_eq!(all_after.cache(), "miss", "all-or-nothing recomputes the whole chain");
+    assert_eq!(
+        all_after.cache(),
+        "miss",
+        "all-or-nothing recomputes the whole chain"
+    );
     assert_eq!(all.stage_runs(), 6);
     assert_eq!(all_after.body, after.body);
 
@@ -96,7 +113,10 @@ async fn a_changed_last_stylesheet_reuses_the_earlier_stages() {
     let inc = TestServer::start(&site.root, CacheMode::Incremental).await;
     inc.get("/three.xml").await;
     tick().await;
-    site.write("s/step3.xsl", &site.read("s/step3.xsl").replace("<body>", "<body><hr/>"));
+    site.write(
+        "s/step3.xsl",
+        &site.read("s/step3.xsl").replace("<body>", "<body><hr/>"),
+    );
     let r = inc.get("/three.xml").await;
     assert_eq!(r.cache(), "partial 2/3");
     assert!(r.text().contains("<hr>"), "{}", r.text());
@@ -111,19 +131,36 @@ async fn edits_to_source_stylesheet_and_imported_file_show_in_the_next_response(
         assert!(base.text().contains("base v1"));
 
         tick().await;
-        site.write("two.xml", &site.read("two.xml").replace("Second.", "Second, edited."));
+        site.write(
+            "two.xml",
+            &site.read("two.xml").replace("Second.", "Second, edited."),
+        );
         let r = server.get("/two.xml").await;
         assert!(r.text().contains("Second, edited."), "{mode}: source edit");
 
         tick().await;
-        site.write("s/layout.xsl", &site.read("s/layout.xsl").replace("<h1>", "<h1 class=\"t\">"));
+        site.write(
+            "s/layout.xsl",
+            &site
+                .read("s/layout.xsl")
+                .replace("<h1>", "<h1 class=\"t\">"),
+        );
         let r = server.get("/two.xml").await;
-        assert!(r.text().contains("<h1 class=\"t\">"), "{mode}: stylesheet edit");
+        assert!(
+            r.text().contains("<h1 class=\"t\">"),
+            "{mode}: stylesheet edit"
+        );
 
         tick().await;
-        site.write("s/base.xsl", &site.read("s/base.xsl").replace("base v1", "base v2"));
+        site.write(
+            "s/base.xsl",
+            &site.read("s/base.xsl").replace("base v1", "base v2"),
+        );
         let r = server.get("/two.xml").await;
-        assert!(r.text().contains("base v2"), "{mode}: imported stylesheet edit");
+        assert!(
+            r.text().contains("base v2"),
+            "{mode}: imported stylesheet edit"
+        );
         let again = server.get("/two.xml").await;
         assert_eq!(again.body, r.body);
         if mode != CacheMode::Off {
@@ -131,9 +168,20 @@ async fn edits_to_source_stylesheet_and_imported_file_show_in_the_next_response(
         }
 
         // restore for the next mode
-        site.write("two.xml", &site.read("two.xml").replace("Second, edited.", "Second."));
-        site.write("s/layout.xsl", &site.read("s/layout.xsl").replace("<h1 class=\"t\">", "<h1>"));
-        site.write("s/base.xsl", &site.read("s/base.xsl").replace("base v2", "base v1"));
+        site.write(
+            "two.xml",
+            &site.read("two.xml").replace("Second, edited.", "Second."),
+        );
+        site.write(
+            "s/layout.xsl",
+            &site
+                .read("s/layout.xsl")
+                .replace("<h1 class=\"t\">", "<h1>"),
+        );
+        site.write(
+            "s/base.xsl",
+            &site.read("s/base.xsl").replace("base v2", "base v1"),
+        );
         tick().await;
     }
 }
@@ -158,9 +206,15 @@ async fn a_file_read_by_document_is_a_dependency() {
 fn arb_document() -> impl Strategy<Value = String> {
     let text = "[a-zA-Z0-9 <>&'\"é€\u{1F600}]{0,12}";
     let item = (text, prop::bool::ANY).prop_map(|(t, attr)| {
-        let esc = t.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
+        let esc = t
+            .replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;");
         if attr {
-            format!("<para class=\"{}\">{esc}</para>", esc.replace('"', "&quot;"))
+            format!(
+                "<para class=\"{}\">{esc}</para>",
+                esc.replace('"', "&quot;")
+            )
         } else {
             format!("<para>{esc}<em>{esc}</em></para>")
         }

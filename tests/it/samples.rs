@@ -38,14 +38,24 @@ async fn every_sample_page_renders_identically_in_every_mode() {
             for _ in 0..2 {
                 let got = server.get(page).await;
                 assert_eq!(got.body, want.body, "{page}");
-                assert_eq!(got.comparable_headers(), want.comparable_headers(), "{page}");
+                assert_eq!(
+                    got.comparable_headers(),
+                    want.comparable_headers(),
+                    "{page}"
+                );
             }
         }
     }
     let css = servers[2].get("/css/site.css").await;
-    assert_eq!((css.status, css.header("content-type").as_str()), (200, "text/css"));
+    assert_eq!(
+        (css.status, css.header("content-type").as_str()),
+        (200, "text/css")
+    );
     let svg = servers[2].get("/images/logo.svg").await;
-    assert_eq!((svg.status, svg.header("content-type").as_str()), (200, "image/svg+xml"));
+    assert_eq!(
+        (svg.status, svg.header("content-type").as_str()),
+        (200, "image/svg+xml")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -54,10 +64,17 @@ async fn the_article_goes_through_content_and_layout() {
     let r = server.get("/articles/xml-pipelines.xml").await;
     assert_eq!(r.header("content-type"), "text/html; charset=UTF-8");
     let text = r.text();
-    assert!(text.starts_with("<!DOCTYPE html>"), "{}", &text[..80.min(text.len())]);
+    assert!(
+        text.starts_with("<!DOCTYPE html>"),
+        "{}",
+        &text[..80.min(text.len())]
+    );
     assert!(text.contains("A short history of XML publishing pipelines"));
     assert!(text.contains("/css/site.css"), "the layout stage ran");
-    assert_eq!(server.get("/articles/xml-pipelines.xml").await.cache(), "hit");
+    assert_eq!(
+        server.get("/articles/xml-pipelines.xml").await.cache(),
+        "hit"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -71,14 +88,24 @@ async fn stock_stylesheets_compile_and_transform() {
     let doc = "<?xml version=\"1.0\"?>\n<doc a=\"1\">\n  <!-- c --><?pi x?><b>text</b>\n</doc>";
     // Expected bytes are xsltproc's for the same stylesheet and document.
     for (name, expected) in [
-        ("identity.xsl", "<doc a=\"1\">\n  <!-- c --><?pi x?><b>text</b>\n</doc>\n"),
-        ("strip-whitespace.xsl", "<doc a=\"1\"><!-- c --><?pi x?><b>text</b></doc>"),
+        (
+            "identity.xsl",
+            "<doc a=\"1\">\n  <!-- c --><?pi x?><b>text</b>\n</doc>\n",
+        ),
+        (
+            "strip-whitespace.xsl",
+            "<doc a=\"1\"><!-- c --><?pi x?><b>text</b></doc>",
+        ),
     ] {
         let expected = format!(
             "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<?xml-stylesheet href=\"{name}\" type=\"text/xsl\"?>{expected}"
         );
         let pi = format!("<?xml-stylesheet href=\"{name}\" type=\"text/xsl\"?>\n");
-        std::fs::write(root.join("d.xml"), doc.replacen("\n", &format!("\n{pi}"), 1)).unwrap();
+        std::fs::write(
+            root.join("d.xml"),
+            doc.replacen("\n", &format!("\n{pi}"), 1),
+        )
+        .unwrap();
         let server = TestServer::start(root, CacheMode::Off).await;
         let r = server.get("/d.xml").await;
         assert_eq!(r.status, 200, "{name}: {}", r.text());

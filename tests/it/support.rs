@@ -21,9 +21,15 @@ impl TestSite {
     pub fn new() -> TestSite {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("root");
-        copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/site"), &root);
+        copy_dir(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/site"),
+            &root,
+        );
         std::fs::write(dir.path().join("secret.txt"), "TOP-SECRET-CONTENT").unwrap();
-        TestSite { root: root.canonicalize().unwrap(), _dir: dir }
+        TestSite {
+            root: root.canonicalize().unwrap(),
+            _dir: dir,
+        }
     }
 
     pub fn write(&self, rel: &str, content: &str) {
@@ -64,7 +70,10 @@ pub struct Resp {
 
 impl Resp {
     pub fn header(&self, name: &str) -> String {
-        self.headers.get(name).map(|v| v.to_str().unwrap().to_string()).unwrap_or_default()
+        self.headers
+            .get(name)
+            .map(|v| v.to_str().unwrap().to_string())
+            .unwrap_or_default()
     }
 
     pub fn text(&self) -> String {
@@ -122,7 +131,10 @@ impl TestServer {
         Self::start_config(config, axle::Registry::default()).await
     }
 
-    pub async fn start_config(mut config: axle::ServeConfig, registry: axle::Registry) -> TestServer {
+    pub async fn start_config(
+        mut config: axle::ServeConfig,
+        registry: axle::Registry,
+    ) -> TestServer {
         config.workers = 2;
         let app = App::new(&config, registry).unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -135,14 +147,24 @@ impl TestServer {
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .unwrap();
-        TestServer { addr, app, client, task }
+        TestServer {
+            addr,
+            app,
+            client,
+            task,
+        }
     }
 
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{}", self.addr, path)
     }
 
-    pub async fn request(&self, method: reqwest::Method, path: &str, headers: &[(&str, &str)]) -> Resp {
+    pub async fn request(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        headers: &[(&str, &str)],
+    ) -> Resp {
         let mut req = self.client.request(method, self.url(path));
         for (k, v) in headers {
             req = req.header(*k, *v);
@@ -151,7 +173,11 @@ impl TestServer {
         let status = r.status().as_u16();
         let headers = r.headers().clone();
         let body = r.bytes().await.unwrap().to_vec();
-        Resp { status, headers, body }
+        Resp {
+            status,
+            headers,
+            body,
+        }
     }
 
     pub async fn get(&self, path: &str) -> Resp {
@@ -172,7 +198,11 @@ impl TestServer {
     }
 
     pub fn stage_runs(&self) -> u64 {
-        self.app.pipeline().stats().stage_runs.load(std::sync::atomic::Ordering::SeqCst)
+        self.app
+            .pipeline()
+            .stats()
+            .stage_runs
+            .load(std::sync::atomic::Ordering::SeqCst)
     }
 }
 
