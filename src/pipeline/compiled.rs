@@ -12,7 +12,7 @@ use crate::cache::{ContentHash, Dep, Fingerprints, KeyBuilder};
 use crate::chain::StageSpec;
 use crate::language::{Resource, Stage};
 use crate::pool::Pool;
-use crate::provider::FileProvider;
+use crate::provider::{FileProvider, RootResolver};
 
 /// A compiled stage and the content it was compiled from.
 pub struct CompiledStage {
@@ -93,17 +93,57 @@ impl Compiled {
     }
 }
 
+/// How often a compile that failed while one of its files was being
+/// rewritten is tried again.
+const COMPILE_ATTEMPTS: usize = 3;
+
+/// Compiles `spec`. An editor that saves by truncating and rewriting can let
+/// a compile read a half-written file; when a compile fails and one of the
+/// files it read has changed 10 ms later, it is tried again, so a save shows
+/// as the new version rather than as a passing error.
 fn compile(
     spec: &StageSpec,
     files: &FileProvider,
     stats: &Stats,
+) -> Result<Arc<CompiledStage>, PipelineError> {
+    let mut attempt = 1;
+    loop {
+        let resolver = files.resolver();
+        match compile_once(spec, files, stats, &resolver) {
+            Err(e) if attempt < COMPILE_ATTEMPTS => {
+                // Give a writer that truncated the file time to finish.
+                std::thread::sleep(std::time::Duration::from_millis(10 * attempt as u64));
+                if !changed_since_read(&resolver, files) {
+                    return Err(e);
+                }
+                tracing::debug!(error = %e, attempt, "a file changed during compilation; retrying");
+                attempt += 1;
+            }
+            other => return other,
+        }
+    }
+}
+
+fn changed_since_read(resolver: &RootResolver, files: &FileProvider) -> bool {
+    resolver.take_deps().iter().any(|d| {
+        files
+            .fingerprints()
+            .hash(&d.path)
+            .map_or(true, |h| h != d.hash)
+    })
+}
+
+fn compile_once(
+    spec: &StageSpec,
+    files: &FileProvider,
+    stats: &Stats,
+    resolver: &Arc<RootResolver>,
 ) -> Result<Arc<CompiledStage>, PipelineError> {
     stats.compiles.fetch_add(1, Ordering::Relaxed);
     let rel = match &spec.fragment {
         Some(id) => format!("{}#{id}", spec.resource.rel()),
         None => spec.resource.rel().to_string(),
     };
-    let resolver = files.resolver();
     let (bytes, _) = resolver.read_recorded(&spec.resource).map_err(|_| {
         PipelineError::Chain(crate::chain::ChainError::Missing {
             href: spec.href.clone(),
@@ -114,7 +154,7 @@ fn compile(
         path: spec.resource.as_path(),
         fragment: spec.fragment.as_deref(),
         bytes: &bytes,
-        resolver: &resolver,
+        resolver,
     };
     let stage = spec
         .language

@@ -239,11 +239,20 @@ impl Pipeline {
         self.stats.renders.fetch_add(1, Ordering::Relaxed);
         let mut located = located.clone();
         // A source edited mid-request is re-located and rendered again, so
-        // an entry is never stored under a hash its bytes do not have.
+        // an entry is never stored under a hash its bytes do not have; and a
+        // source found malformed is tried again if it changed meanwhile (an
+        // editor saving it), so a save is not seen as a passing error.
         for _ in 0..3 {
             match self.render_once(&located, req).await {
                 Err(PipelineError::SourceChanged(_)) => {
                     located = self.files.locate(located.path.url())?;
+                }
+                Err(e @ PipelineError::Source { .. }) => {
+                    let now = self.files.locate(located.path.url())?;
+                    if now.hash == located.hash {
+                        return Err(e);
+                    }
+                    located = now;
                 }
                 other => return other,
             }
