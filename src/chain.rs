@@ -93,14 +93,140 @@ pub enum ChainError {
     },
 }
 
-/// The PIs that apply for `selection`, in chain order.
+/// The media types AxKit recognises in a PI's `media` pseudo-attribute.
+const MEDIA_TYPES: [&str; 9] = [
+    "screen",
+    "tty",
+    "tv",
+    "projection",
+    "handheld",
+    "print",
+    "braille",
+    "aural",
+    "all",
+];
+
+/// Does a PI's `media` (default `screen`) include `media`? Tokens are split
+/// on commas, each cut at its first character outside `[A-Za-z0-9-]` and
+/// kept only if it is a known media type; `all` matches every media.
+fn media_matches(pi: &StylesheetPi, media: &str) -> bool {
+    let attr = pi.media.as_deref().unwrap_or("screen");
+    attr.split(',').any(|token| {
+        let token = token.trim();
+        let end = token
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+            .unwrap_or(token.len());
+        let token = &token[..end];
+        MEDIA_TYPES.contains(&token) && (token == media || token == "all")
+    })
+}
+
+/// The PIs that apply for `selection`, in chain order, by AxKit's rules:
+/// persistent PIs (no title, not alternate) always; with a chosen style, the
+/// PIs whose title matches it case-insensitively, alternate or not; with no
+/// chosen style, every titled non-alternate PI. PIs are filtered by media;
+/// if none matches, the PIs for `screen` are used instead. Persistent PIs
+/// come first, then the selected ones, each in document order.
 pub fn applicable<'p>(prolog: &'p Prolog, selection: &Selection) -> Vec<&'p StylesheetPi> {
-    let _ = selection; // style/media choosers arrive with AxKit chain selection
-    prolog
-        .stylesheets
-        .iter()
-        .filter(|pi| !pi.alternate)
-        .collect()
+    let pick = |media: &str| -> Vec<&'p StylesheetPi> {
+        let fits = |pi: &&StylesheetPi| media_matches(pi, media);
+        let persistent = prolog
+            .stylesheets
+            .iter()
+            .filter(|pi| pi.title.is_none() && !pi.alternate)
+            .filter(fits);
+        let selected = prolog
+            .stylesheets
+            .iter()
+            .filter(|pi| match (&pi.title, &selection.style) {
+                (Some(title), Some(style)) => title.eq_ignore_ascii_case(style),
+                (Some(_), None) => !pi.alternate,
+                (None, _) => false,
+            })
+            .filter(fits);
+        persistent.chain(selected).collect()
+    };
+    let chosen = pick(&selection.media);
+    if chosen.is_empty() && selection.media != "screen" {
+        return pick("screen");
+    }
+    chosen
+}
+
+/// Does the chosen style name a titled PI of this document? (A style that
+/// selects nothing must not create cache entries: AxKit's guard against
+/// `?style=<random>`.)
+pub fn style_selects_something(prolog: &Prolog, style: &str) -> bool {
+    prolog.stylesheets.iter().any(|pi| {
+        pi.title
+            .as_deref()
+            .is_some_and(|t| t.eq_ignore_ascii_case(style))
+    })
+}
+
+/// A configured processor (AxKit's `AxAddProcessor` and its conditional
+/// kinds) and when it applies.
+#[derive(Debug, Clone)]
+pub struct Processor {
+    /// Its type and href.
+    pub pi: StylesheetPi,
+    /// Its conditions (all that are set must hold).
+    pub when: When,
+}
+
+impl Processor {
+    /// An unconditional processor.
+    pub fn always(r#type: &str, href: &str) -> Processor {
+        Processor {
+            pi: StylesheetPi {
+                href: href.to_string(),
+                r#type: r#type.to_string(),
+                ..Default::default()
+            },
+            when: When::default(),
+        }
+    }
+}
+
+/// Conditions on a configured processor.
+#[derive(Debug, Clone, Default)]
+pub struct When {
+    /// Root element, `{ns}local` or a plain name (AxAddRootProcessor).
+    pub root: Option<String>,
+    /// DOCTYPE public id (AxAddDocTypeProcessor).
+    pub doctype: Option<String>,
+    /// DOCTYPE system id (AxAddDTDProcessor).
+    pub dtd: Option<String>,
+    /// Regex on the request path (AxAddURIProcessor).
+    pub uri: Option<regex::Regex>,
+    /// Only for this style (case-insensitive).
+    pub style: Option<String>,
+    /// Only for this media.
+    pub media: Option<String>,
+}
+
+impl When {
+    /// Do the conditions hold for this document and request?
+    pub fn holds(&self, prolog: &Prolog, uri: &str, selection: &Selection) -> bool {
+        let doctype = prolog.doctype.as_ref();
+        self.root.as_ref().is_none_or(|r| *r == prolog.root.clark())
+            && self
+                .doctype
+                .as_ref()
+                .is_none_or(|d| doctype.and_then(|t| t.public_id.as_ref()) == Some(d))
+            && self
+                .dtd
+                .as_ref()
+                .is_none_or(|d| doctype.and_then(|t| t.system_id.as_ref()) == Some(d))
+            && self.uri.as_ref().is_none_or(|r| r.is_match(uri))
+            && self.style.as_ref().is_none_or(|s| {
+                selection
+                    .style
+                    .as_ref()
+                    .is_some_and(|c| c.eq_ignore_ascii_case(s))
+            })
+            && self.media.as_ref().is_none_or(|m| *m == selection.media)
+    }
 }
 
 /// How configured processors combine with a document's PI chain.
@@ -127,10 +253,17 @@ pub fn select(
     root: &Path,
     registry: &Registry,
     selection: &Selection,
-    processors: &[StylesheetPi],
+    processors: &[Processor],
     order: ProcessorOrder,
 ) -> Result<Vec<StageSpec>, ChainError> {
-    let configured = || build(processors.iter().collect(), doc, root, registry, true);
+    let configured = || {
+        let pis = processors
+            .iter()
+            .filter(|p| p.when.holds(prolog, doc, selection))
+            .map(|p| &p.pi)
+            .collect();
+        build(pis, doc, root, registry, true)
+    };
     if order == ProcessorOrder::Instead {
         return configured();
     }
@@ -389,7 +522,7 @@ mod tests {
             std::fs::write(root.join(f), "x").unwrap();
         }
         let reg = Registry::default();
-        let conf = [pi("/conf.xsl", "text/xsl", false)];
+        let conf = [Processor::always("text/xsl", "/conf.xsl")];
         let none = Prolog::default();
         let with_pi = Prolog {
             stylesheets: vec![pi("pi.xsl", "text/xsl", false)],
@@ -414,7 +547,7 @@ mod tests {
             rel(&with_pi, ProcessorOrder::After),
             ["/pi.xsl", "/conf.xsl"]
         );
-        let unknown = [pi("/conf.xsl", "text/x-nope", false)];
+        let unknown = [Processor::always("text/x-nope", "/conf.xsl")];
         assert!(matches!(
             select(
                 &none,

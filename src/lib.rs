@@ -29,6 +29,7 @@ pub mod pipeline;
 pub mod pool;
 pub mod prolog;
 pub mod provider;
+pub mod site;
 
 pub use config::{CacheMode, ServeConfig};
 pub use language::{Language, Registry, Stage};

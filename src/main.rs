@@ -173,11 +173,10 @@ async fn render(
         request.processor_order = axle::chain::ProcessorOrder::Instead;
     }
     for sheet in stylesheets {
-        request.processors.push(axle::prolog::StylesheetPi {
-            href: url_of(&canonical(sheet)?)?,
-            r#type: "text/xsl".to_string(),
-            ..Default::default()
-        });
+        request.processors.push(axle::chain::Processor::always(
+            "text/xsl",
+            &url_of(&canonical(sheet)?)?,
+        ));
     }
     let mut config = ServeConfig::new(&root);
     config.cache_mode = CacheMode::Off;

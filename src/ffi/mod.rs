@@ -149,16 +149,34 @@ pub fn init() {
             sys::exsltRegisterAll();
             sys::shim_install_xslt_error();
             sys::xmlSetExternalEntityLoader(Some(entity_loader));
+            // Defence in depth: libxml2's own file and HTTP input handlers
+            // are removed, so the only way libxml2 can read anything (even
+            // through paths that bypass the entity loader, such as XInclude
+            // parse="text") is the Resolver; and it can write no file at all.
+            sys::xmlCleanupInputCallbacks();
+            sys::xmlCleanupOutputCallbacks();
+            sys::xmlRegisterInputCallbacks(
+                Some(io_match),
+                Some(io_open),
+                Some(io_read),
+                Some(io_close),
+            );
             let sec = sys::xsltNewSecurityPrefs();
             if !sec.is_null() {
                 for option in [
                     sys::XSLT_SECPREF_WRITE_FILE,
                     sys::XSLT_SECPREF_CREATE_DIRECTORY,
-                    sys::XSLT_SECPREF_READ_NETWORK,
                     sys::XSLT_SECPREF_WRITE_NETWORK,
                 ] {
                     sys::xsltSetSecurityPrefs(sec, option, Some(sys::xsltSecurityForbid));
                 }
+                // No network reads, but `axle:` URIs (documents rendered by
+                // Axle itself) count as "network" to libxslt.
+                sys::xsltSetSecurityPrefs(
+                    sec,
+                    sys::XSLT_SECPREF_READ_NETWORK,
+                    Some(read_network_check),
+                );
                 // Kept for the life of the process: libxslt checks imports
                 // against the default prefs and copies them into each context.
                 sys::xsltSetDefaultSecurityPrefs(sec);
@@ -326,6 +344,74 @@ unsafe extern "C" fn entity_loader(
     }
 }
 
+/// The scheme of URIs that name documents rendered by Axle itself.
+pub const INTERNAL_SCHEME: &str = "axle:";
+
+/// libxslt's READ_NETWORK check: refuse everything but `axle:` URIs.
+unsafe extern "C" fn read_network_check(
+    _sec: *mut sys::xsltSecurityPrefs,
+    _ctxt: *mut sys::xsltTransformContext,
+    value: *const c_char,
+) -> c_int {
+    let url = opt_string(value).unwrap_or_default();
+    c_int::from(url.starts_with(INTERNAL_SCHEME))
+}
+
+/// An open input handed to libxml2 by [`io_open`].
+struct IoCursor {
+    bytes: Vec<u8>,
+    pos: usize,
+}
+
+/// libxml2 input callback: claims every URI, so no built-in handler runs.
+unsafe extern "C" fn io_match(_filename: *const c_char) -> c_int {
+    1
+}
+
+/// libxml2 input callback: opens through the thread's Resolver.
+unsafe extern "C" fn io_open(filename: *const c_char) -> *mut std::ffi::c_void {
+    let url = opt_string(filename).unwrap_or_default();
+    let Some(resolver) = current_resolver() else {
+        note(&format!("refused to read {url}\n"));
+        return ptr::null_mut();
+    };
+    match resolver.load(&url) {
+        Ok(loaded) => Box::into_raw(Box::new(IoCursor {
+            bytes: loaded.bytes,
+            pos: 0,
+        }))
+        .cast(),
+        Err(why) => {
+            note(&format!("{why}\n"));
+            ptr::null_mut()
+        }
+    }
+}
+
+/// libxml2 input callback: copies the next bytes.
+unsafe extern "C" fn io_read(ctx: *mut std::ffi::c_void, buf: *mut c_char, len: c_int) -> c_int {
+    if ctx.is_null() || buf.is_null() || len <= 0 {
+        return -1;
+    }
+    // SAFETY: ctx came from io_open (a live IoCursor, used by one thread).
+    let cursor = unsafe { &mut *ctx.cast::<IoCursor>() };
+    let rest = cursor.bytes.get(cursor.pos..).unwrap_or(&[]);
+    let n = rest.len().min(usize::try_from(len).unwrap_or(0));
+    // SAFETY: libxml2 gives a buffer of at least `len` bytes; n <= len.
+    unsafe { ptr::copy_nonoverlapping(rest.as_ptr(), buf.cast::<u8>(), n) };
+    cursor.pos += n;
+    c_int::try_from(n).unwrap_or(-1)
+}
+
+/// libxml2 input callback: frees the cursor.
+unsafe extern "C" fn io_close(ctx: *mut std::ffi::c_void) -> c_int {
+    if !ctx.is_null() {
+        // SAFETY: ctx came from Box::into_raw in io_open and is closed once.
+        drop(unsafe { Box::from_raw(ctx.cast::<IoCursor>()) });
+    }
+    0
+}
+
 fn note(msg: &str) {
     ERRORS.with(|e| {
         if let Ok(mut buf) = e.try_borrow_mut() {
@@ -422,6 +508,24 @@ impl XmlDoc {
             Some(ptr) => Ok(XmlDoc { ptr }),
             None => Err(last_parse_error(url)),
         }
+    }
+
+    /// Processes XInclude elements; included files are read through
+    /// `resolver` (so confined and recorded). Returns the number of
+    /// substitutions.
+    pub fn process_xinclude(&mut self, resolver: Arc<dyn Resolver>) -> Result<u32, XmlError> {
+        begin();
+        let _guard = ResolverGuard::install(resolver);
+        // SAFETY: the document is live and ours; libxml2 edits it in place.
+        let rc = unsafe { sys::xmlXIncludeProcessFlags(self.ptr.as_ptr(), DOC_OPTIONS) };
+        let messages = take_messages();
+        u32::try_from(rc).map_err(|_| {
+            XmlError::Transform(if messages.is_empty() {
+                "XInclude processing failed".to_string()
+            } else {
+                messages
+            })
+        })
     }
 
     /// Serializes the tree as plain UTF-8 XML: the canonical bytes of an

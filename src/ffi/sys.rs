@@ -66,6 +66,17 @@ unsafe extern "C" {
     pub fn xmlResetLastError();
     pub fn xmlSetExternalEntityLoader(f: xmlExternalEntityLoader);
     pub fn xmlDocGetRootElement(doc: *mut xmlDoc) -> *mut xmlNode;
+    pub fn xmlCleanupInputCallbacks();
+    pub fn xmlCleanupOutputCallbacks();
+    pub fn xmlRegisterInputCallbacks(
+        match_fn: Option<unsafe extern "C" fn(filename: *const c_char) -> c_int>,
+        open_fn: Option<unsafe extern "C" fn(filename: *const c_char) -> *mut c_void>,
+        read_fn: Option<
+            unsafe extern "C" fn(ctx: *mut c_void, buf: *mut c_char, len: c_int) -> c_int,
+        >,
+        close_fn: Option<unsafe extern "C" fn(ctx: *mut c_void) -> c_int>,
+    ) -> c_int;
+    pub fn xmlXIncludeProcessFlags(doc: *mut xmlDoc, flags: c_int) -> c_int;
 }
 
 #[link(name = "xslt")]

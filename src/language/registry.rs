@@ -83,6 +83,15 @@ impl Registry {
         Ok(self)
     }
 
+    /// The registered Language called `name`, if any.
+    pub fn by_name(&self, name: &str) -> Option<Arc<dyn Language>> {
+        self.by_type
+            .values()
+            .chain(std::iter::once(&self.xslt))
+            .find(|l| l.name() == name)
+            .cloned()
+    }
+
     /// The Language for a PI's `type` and `href`, if any.
     pub fn lookup(&self, mime: &str, href: &str) -> Option<Arc<dyn Language>> {
         let mime = normalize(mime);

@@ -93,6 +93,37 @@ impl Compiled {
     }
 }
 
+impl Compiled {
+    /// The same as [`Compiled::get`] from a transform thread (for `axle:`
+    /// documents rendered inside a transform): compiles inline on a miss,
+    /// never waiting for the pool, which may be busy with the caller.
+    pub(crate) fn get_blocking(
+        &self,
+        spec: &StageSpec,
+        files: &FileProvider,
+        stats: &Stats,
+        runtime: Option<&tokio::runtime::Handle>,
+    ) -> Result<Arc<CompiledStage>, PipelineError> {
+        let key = (
+            spec.language.name().to_string(),
+            spec.resource.as_path().to_path_buf(),
+            spec.fragment.clone(),
+        );
+        if let Some(rt) = runtime {
+            if let Some(c) = rt.block_on(self.cache.get(&key)) {
+                if self.is_fresh(&c) {
+                    return Ok(c);
+                }
+            }
+        }
+        let compiled = compile(spec, files, stats)?;
+        if let Some(rt) = runtime {
+            rt.block_on(self.cache.insert(key, Arc::clone(&compiled)));
+        }
+        Ok(compiled)
+    }
+}
+
 /// How often a compile that failed while one of its files was being
 /// rewritten is tried again.
 const COMPILE_ATTEMPTS: usize = 3;

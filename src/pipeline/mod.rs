@@ -23,6 +23,7 @@ mod compiled;
 
 pub use compiled::CompiledStage;
 
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -35,7 +36,10 @@ use crate::ffi::{self, Limits, XmlDoc, XmlError};
 use crate::language::{LanguageError, Registry, StageContext, StageData};
 use crate::pool::{Pool, PoolError};
 use crate::prolog::{self, Doctype, Prolog, RootName};
-use crate::provider::{CachingProvider, FileProvider, Located, Provider, ProviderError, Source};
+use crate::provider::{
+    CachingProvider, FileProvider, InternalDocuments, Located, Provider, ProviderError,
+    RootResolver, Source,
+};
 use compiled::Compiled;
 
 /// Content-Type of a document served without any stage.
@@ -143,7 +147,8 @@ pub struct Pipeline {
     sources: CachingProvider<FileProvider>,
     files: FileProvider,
     registry: Registry,
-    compiled: Compiled,
+    compiled: Arc<Compiled>,
+    runtime: Option<tokio::runtime::Handle>,
     store: Store,
     prologs: moka::sync::Cache<ContentHash, Arc<Prolog>>,
     pool: Arc<Pool>,
@@ -172,9 +177,22 @@ pub struct RenderRequest {
     pub selection: Selection,
     /// Stages to use when the document's PIs name none (configured
     /// processors; `axle render --stylesheet`).
-    pub processors: Vec<crate::prolog::StylesheetPi>,
+    pub processors: Vec<chain::Processor>,
     /// How `processors` combine with the PI chain.
     pub processor_order: chain::ProcessorOrder,
+    /// The MIME type → Language map for this request (None: the
+    /// pipeline's own).
+    pub registry: Option<Registry>,
+    /// Hash of the configuration that governs this request (part of every
+    /// key, so a config change never serves stale output).
+    pub location: Option<ContentHash>,
+    /// Process XInclude in the source before stage 1.
+    pub xinclude: bool,
+    /// Write the source and every stage's output into this directory.
+    pub trace: Option<PathBuf>,
+    /// Compute without reading or writing the cache (a traced request, or a
+    /// style that selects nothing).
+    pub no_cache: bool,
 }
 
 impl RenderRequest {
@@ -199,7 +217,8 @@ impl Pipeline {
             sources: CachingProvider::new(files.clone(), source_budget),
             files,
             registry,
-            compiled: Compiled::new(4096, fingerprints.clone()),
+            compiled: Arc::new(Compiled::new(4096, fingerprints.clone())),
+            runtime: tokio::runtime::Handle::try_current().ok(),
             store: Store::new(config.cache_size, fingerprints),
             prologs: moka::sync::Cache::new(100_000),
             pool: Arc::new(Pool::new(config.workers)?),
@@ -260,6 +279,24 @@ impl Pipeline {
         Err(PipelineError::SourceChanged(located.path.rel().to_string()))
     }
 
+    /// Renders a generated document (a directory listing, an error
+    /// document) as if it were the file at `path`.
+    pub async fn render_generated(
+        &self,
+        path: &crate::provider::ConfinedPath,
+        bytes: Bytes,
+        req: &RenderRequest,
+    ) -> Result<Rendered, PipelineError> {
+        let hash = ContentHash::of(&bytes);
+        self.sources.remember(hash, bytes);
+        let located = Located {
+            path: path.clone(),
+            kind: crate::provider::ResourceKind::File,
+            hash: Some(hash),
+        };
+        self.render_once(&located, req).await
+    }
+
     /// The prolog of a source, memoized by content hash.
     fn prolog(&self, located: &Located) -> Result<(Arc<Prolog>, Option<Source>), PipelineError> {
         if let Some(p) = located.hash.and_then(|h| self.prologs.get(&h)) {
@@ -297,7 +334,7 @@ impl Pipeline {
             &prolog,
             located.path.url(),
             self.files.root(),
-            &self.registry,
+            req.registry.as_ref().unwrap_or(&self.registry),
             &req.selection,
             &req.processors,
             req.processor_order,
@@ -330,8 +367,20 @@ impl Pipeline {
             force_byte_handoff: self.force_byte_handoff,
             files: self.files.clone(),
             stats: Arc::clone(&self.stats),
+            location: req.location,
+            xinclude: req.xinclude,
+            trace: req
+                .trace
+                .as_ref()
+                .map(|dir| (dir.clone(), trace_name(located.path.url()))),
+            internal: Some(self.internal_documents()),
         };
-        match self.mode {
+        let mode = if req.no_cache || req.trace.is_some() {
+            CacheMode::Off
+        } else {
+            self.mode
+        };
+        match mode {
             CacheMode::Off => {
                 let source = match source {
                     Some(s) => s,
@@ -444,6 +493,139 @@ impl Pipeline {
     }
 }
 
+impl Pipeline {
+    fn internal_documents(&self) -> Arc<dyn InternalDocuments> {
+        Arc::new(Nested {
+            files: self.files.clone(),
+            compiled: Arc::clone(&self.compiled),
+            registry: self.registry.clone(),
+            limits: self.limits,
+            runtime: self.runtime.clone(),
+            stats: Arc::clone(&self.stats),
+            force_byte_handoff: self.force_byte_handoff,
+        })
+    }
+}
+
+/// Renders `axle:` documents inside a transform, synchronously on the
+/// transform thread: the document's own PI chain (default style and media,
+/// no configured processors), without a cache entry of its own; every file
+/// it reads (source, stylesheet closures, `document()` targets) is recorded
+/// as a dependency of the calling stage, so the caller's cached output is
+/// invalidated by any of them.
+#[derive(Clone)]
+struct Nested {
+    files: FileProvider,
+    compiled: Arc<Compiled>,
+    registry: Registry,
+    limits: Limits,
+    runtime: Option<tokio::runtime::Handle>,
+    stats: Arc<Stats>,
+    force_byte_handoff: bool,
+}
+
+/// Deepest `axle:` nesting allowed.
+const MAX_NESTING: usize = 8;
+
+thread_local! {
+    static NESTING: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Marks a document as being rendered on this thread until dropped.
+struct NestGuard;
+
+impl NestGuard {
+    fn enter(path: &str) -> Result<NestGuard, String> {
+        NESTING.with(|n| {
+            let mut stack = n.borrow_mut();
+            if stack.iter().any(|p| p == path) {
+                let mut chain = stack.clone();
+                chain.push(path.to_string());
+                return Err(format!("axle: URI loop: {}", chain.join(" -> ")));
+            }
+            if stack.len() >= MAX_NESTING {
+                return Err(format!("axle: URIs nested deeper than {MAX_NESTING}"));
+            }
+            stack.push(path.to_string());
+            Ok(NestGuard)
+        })
+    }
+}
+
+impl Drop for NestGuard {
+    fn drop(&mut self) {
+        NESTING.with(|n| {
+            n.borrow_mut().pop();
+        });
+    }
+}
+
+impl InternalDocuments for Nested {
+    fn render(&self, path: &str, deps: &RootResolver) -> Result<Vec<u8>, String> {
+        let url = if path.starts_with('/') {
+            path.to_string()
+        } else {
+            format!("/{path}")
+        };
+        let located = self.files.locate(&url).map_err(|e| e.to_string())?;
+        if located.kind != crate::provider::ResourceKind::File {
+            return Err(format!("axle:{url} is not a document"));
+        }
+        let _guard = NestGuard::enter(located.path.url())?;
+        let (bytes, hash) = deps
+            .read_recorded(&located.path)
+            .map_err(|e| e.to_string())?;
+        let source = Source {
+            path: located.path.clone(),
+            bytes: Bytes::from(bytes),
+            hash,
+        };
+        let prolog = scan_prolog(&source).map_err(|e| e.to_string())?;
+        let specs = chain::select(
+            &prolog,
+            located.path.url(),
+            self.files.root(),
+            &self.registry,
+            &Selection::default(),
+            &[],
+            chain::ProcessorOrder::Fallback,
+        )
+        .map_err(|e| e.to_string())?;
+        if specs.is_empty() {
+            return Ok(source.bytes.to_vec());
+        }
+        let mut stages = Vec::with_capacity(specs.len());
+        for spec in &specs {
+            let c = self
+                .compiled
+                .get_blocking(spec, &self.files, &self.stats, self.runtime.as_ref())
+                .map_err(|e| e.to_string())?;
+            for f in &c.files {
+                deps.record(f.clone());
+            }
+            stages.push(c);
+        }
+        let job = ChainJob {
+            stages: stages.into(),
+            params: Arc::from(Vec::new()),
+            base_url: Arc::from(located.path.as_path().display().to_string()),
+            limits: self.limits,
+            force_byte_handoff: self.force_byte_handoff,
+            files: self.files.clone(),
+            stats: Arc::clone(&self.stats),
+            location: None,
+            xinclude: false,
+            trace: None,
+            internal: Some(Arc::new(self.clone())),
+        };
+        let entry = job.run_all(source.bytes).map_err(|e| e.to_string())?;
+        for d in entry.deps.iter() {
+            deps.record(d.clone());
+        }
+        Ok(entry.bytes.to_vec())
+    }
+}
+
 fn rendered(entry: &Entry, cache: CacheStatus) -> Rendered {
     Rendered {
         body: entry.bytes.clone(),
@@ -468,10 +650,16 @@ struct ChainJob {
     force_byte_handoff: bool,
     files: FileProvider,
     stats: Arc<Stats>,
+    location: Option<ContentHash>,
+    xinclude: bool,
+    trace: Option<(PathBuf, String)>,
+    internal: Option<Arc<dyn InternalDocuments>>,
 }
 
 impl ChainJob {
     fn add_params(&self, key: &mut KeyBuilder) {
+        key.hash(&self.location.unwrap_or_else(|| ContentHash::of(b"")))
+            .u64(u64::from(self.xinclude));
         key.u64(self.params.len() as u64);
         for (name, value) in self.params.iter() {
             key.str(name).str(value);
@@ -510,7 +698,17 @@ impl ChainJob {
     ) -> Result<(Entry, Option<XmlDoc>), PipelineError> {
         let stage = &self.stages[index];
         let is_final = index + 1 == self.stages.len();
-        let resolver = self.files.resolver();
+        let resolver = self.files.resolver_with(self.internal.clone());
+        let input = if index == 0 && self.xinclude {
+            let mut doc = input
+                .into_dom(&self.base_url, &resolver)
+                .map_err(|error| self.stage_error(index, error))?;
+            doc.process_xinclude(resolver.clone())
+                .map_err(|e| self.stage_error(index, LanguageError::Xml(e)))?;
+            StageData::Dom(doc)
+        } else {
+            input
+        };
         let ctx = StageContext {
             base_url: &self.base_url,
             params: &self.params,
@@ -560,11 +758,13 @@ impl ChainJob {
     /// Runs the whole chain (modes `off` and `all`): one pool job, trees
     /// handed on where faithful.
     fn run_all(&self, source: Bytes) -> Result<Entry, PipelineError> {
+        self.write_trace(0, &source);
         let mut data = StageData::Bytes(source);
         let mut deps: Vec<Dep> = Vec::new();
         let mut last = None;
         for index in 0..self.stages.len() {
-            let (entry, tree) = self.run_one(index, data, false)?;
+            let (entry, tree) = self.run_one(index, data, self.trace.is_some())?;
+            self.write_trace(index + 1, &entry.bytes);
             deps.extend(entry.deps.iter().cloned());
             data = match tree {
                 Some(t) => StageData::Dom(t),
@@ -579,6 +779,18 @@ impl ChainJob {
         deps.dedup_by(|a, b| a.path == b.path);
         entry.deps = deps.into();
         Ok(entry)
+    }
+
+    /// AxKit's AxTraceIntermediate: `<dir>/<escaped path>.N` holds the
+    /// source (N = 0) and each stage's output. Failures are logged only.
+    fn write_trace(&self, n: usize, bytes: &[u8]) {
+        let Some((dir, name)) = &self.trace else {
+            return;
+        };
+        let path = dir.join(format!("{name}.{n}"));
+        if let Err(e) = std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&path, bytes)) {
+            tracing::warn!(path = %path.display(), error = %e, "cannot write trace file");
+        }
     }
 
     fn stage_error(&self, index: usize, error: LanguageError) -> PipelineError {
@@ -612,6 +824,17 @@ impl ChainJob {
             stylesheet: self.stages[index].rel.clone(),
             error,
         }
+    }
+}
+
+/// A trace file name for a URL path: `/a/b.xml` → `a|b.xml` (AxKit escaped
+/// `/` the same way).
+fn trace_name(url_path: &str) -> String {
+    let name = url_path.trim_start_matches('/').replace('/', "|");
+    if name.is_empty() {
+        "index".to_string()
+    } else {
+        name
     }
 }
 

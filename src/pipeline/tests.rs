@@ -29,6 +29,10 @@ fn job(closures: &[&str], params: &[(&str, &str)], root: &std::path::Path) -> Ch
         force_byte_handoff: false,
         files: FileProvider::new(root, Fingerprints::default()).unwrap(),
         stats: Arc::new(Stats::default()),
+        location: None,
+        xinclude: false,
+        trace: None,
+        internal: None,
     }
 }
 
@@ -80,6 +84,26 @@ fn the_response_key_covers_source_every_stage_and_params() {
     assert_ne!(base, k(&["a", "b"], &[("x", "")], src));
     assert_ne!(base, k(&["a", "b"], &[], ContentHash::of(b"edited")));
     assert_ne!(base, k(&["a", "b", "c"], &[], src));
+}
+
+#[test]
+fn keys_cover_the_location_configuration() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = ContentHash::of(b"in");
+    let plain = job(&["a.xsl"], &[], dir.path());
+    let mut configured = job(&["a.xsl"], &[], dir.path());
+    configured.location = Some(ContentHash::of(b"location settings"));
+    assert_ne!(plain.stage_key(0, h), configured.stage_key(0, h));
+    assert_ne!(plain.response_key(h), configured.response_key(h));
+    let mut xinclude = job(&["a.xsl"], &[], dir.path());
+    xinclude.xinclude = true;
+    assert_ne!(plain.response_key(h), xinclude.response_key(h));
+}
+
+#[test]
+fn trace_names_escape_slashes() {
+    assert_eq!(trace_name("/a/b.xml"), "a|b.xml");
+    assert_eq!(trace_name("/"), "index");
 }
 
 #[test]

@@ -47,10 +47,16 @@ impl FileProvider {
 
     /// A resolver confined to this root that records what it reads.
     pub fn resolver(&self) -> Arc<RootResolver> {
+        self.resolver_with(None)
+    }
+
+    /// The same, also answering `axle:` URIs through `internal`.
+    pub fn resolver_with(&self, internal: Option<Arc<dyn InternalDocuments>>) -> Arc<RootResolver> {
         Arc::new(RootResolver {
             root: Arc::clone(&self.root),
             fingerprints: self.fingerprints.clone(),
             deps: Mutex::new(Vec::new()),
+            internal,
         })
     }
 }
@@ -103,11 +109,27 @@ impl Provider for FileProvider {
 /// The [`Resolver`] given to libxml2/libxslt for one stage: it reads only
 /// files under the root (no network, nothing outside, whatever the URL says)
 /// and records each file read, with its content hash, as a dependency.
-#[derive(Debug)]
 pub struct RootResolver {
     root: Arc<PathBuf>,
     fingerprints: Fingerprints,
     deps: Mutex<Vec<Dep>>,
+    internal: Option<Arc<dyn InternalDocuments>>,
+}
+
+impl std::fmt::Debug for RootResolver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RootResolver")
+            .field("root", &self.root)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Renders `axle:/path.xml` URIs: another document's *transformed* output
+/// (AxKit's `axkit:` scheme). Files the rendering reads must be recorded in
+/// `deps` (the calling stage then depends on them).
+pub trait InternalDocuments: Send + Sync {
+    /// The output of the document at root-relative URL path `path`.
+    fn render(&self, path: &str, deps: &RootResolver) -> Result<Vec<u8>, String>;
 }
 
 impl RootResolver {
@@ -120,6 +142,19 @@ impl RootResolver {
         let mut seen = std::collections::HashSet::new();
         deps.retain(|d| seen.insert(d.path.clone()));
         deps
+    }
+
+    /// Records a dependency read elsewhere (e.g. a nested render's
+    /// stylesheet closure).
+    pub fn record(&self, dep: Dep) {
+        if let Ok(mut deps) = self.deps.lock() {
+            deps.push(dep);
+        }
+    }
+
+    /// The shared hash memo.
+    pub fn fingerprints(&self) -> &Fingerprints {
+        &self.fingerprints
     }
 
     /// Reads a confined file and records it.
@@ -148,6 +183,16 @@ impl RootResolver {
 
 impl Resolver for RootResolver {
     fn load(&self, url: &str) -> Result<Loaded, String> {
+        if let Some(path) = url.strip_prefix(crate::ffi::INTERNAL_SCHEME) {
+            let Some(internal) = &self.internal else {
+                return Err(format!("{url}: axle: URIs are not available here"));
+            };
+            let bytes = internal.render(path, self)?;
+            return Ok(Loaded {
+                url: url.to_string(),
+                bytes,
+            });
+        }
         let path = confine_url(&self.root, url).map_err(|e| match e {
             ProviderError::Outside(_) => {
                 "refused to load a file outside the document root".to_string()

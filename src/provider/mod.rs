@@ -13,7 +13,7 @@ mod file;
 mod memory;
 
 pub use confine::{ConfinedPath, confine, confine_url};
-pub use file::{FileProvider, RootResolver};
+pub use file::{FileProvider, InternalDocuments, RootResolver};
 pub use memory::CachingProvider;
 
 use bytes::Bytes;
