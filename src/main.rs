@@ -44,6 +44,16 @@ enum Command {
         /// Transform threads (0: one per CPU).
         #[arg(long, default_value_t = 0)]
         workers: usize,
+        /// The site configuration (default: axle.toml in the root, if any).
+        /// SIGHUP reloads it.
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+    /// Validate a site configuration file without serving.
+    Check {
+        /// The configuration file.
+        #[arg(long)]
+        config: PathBuf,
     },
     /// Render one document through its chain to stdout (like xsltproc, but
     /// following the document's <?xml-stylesheet?> PIs).
@@ -57,6 +67,10 @@ enum Command {
         /// PIs (repeatable: a chain, in order), like `xsltproc STYLESHEET FILE`.
         #[arg(long = "stylesheet")]
         stylesheets: Vec<PathBuf>,
+        /// Write the source and every stage's output into DIR (as
+        /// `<name>.0`, `<name>.1`, ...).
+        #[arg(long, value_name = "DIR")]
+        trace: Option<PathBuf>,
         /// The document root that hrefs like "/stylesheets/x.xsl" resolve
         /// against (default: the current directory if it contains FILE,
         /// else FILE's directory).
@@ -96,12 +110,22 @@ fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
+        Command::Check { config } => {
+            match axle::site::SiteConfig::load(&config, Registry::default()) {
+                Ok(_) => {
+                    println!("axle: {} is valid", config.display());
+                    Ok(())
+                }
+                Err(e) => Err(e.to_string()),
+            }
+        }
         Command::Serve {
             root,
             listen,
             cache,
             cache_size,
             workers,
+            config: site_file,
         } => {
             let mut config = ServeConfig::new(root);
             config.listen = listen;
@@ -109,15 +133,20 @@ fn main() -> ExitCode {
             config.cache_size = cache_size;
             config.workers = workers;
             runtime
-                .block_on(axle::http::serve(&config, Registry::default()))
+                .block_on(axle::http::serve_with(
+                    &config,
+                    Registry::default(),
+                    site_file.as_deref(),
+                ))
                 .map_err(|e| e.to_string())
         }
         Command::Render {
             file,
             params,
             stylesheets,
+            trace,
             root,
-        } => runtime.block_on(render(&file, params, &stylesheets, root)),
+        } => runtime.block_on(render(&file, params, &stylesheets, trace, root)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -132,6 +161,7 @@ async fn render(
     file: &Path,
     params: Vec<(String, String)>,
     stylesheets: &[PathBuf],
+    trace: Option<PathBuf>,
     root: Option<PathBuf>,
 ) -> Result<(), String> {
     let canonical = |p: &Path| {
@@ -169,6 +199,7 @@ async fn render(
         Ok(format!("/{}", parts.join("/")))
     };
     let mut request = RenderRequest::with_params(params);
+    request.trace = trace;
     if !stylesheets.is_empty() {
         request.processor_order = axle::chain::ProcessorOrder::Instead;
     }

@@ -21,6 +21,16 @@ pub enum HttpError {
     /// 400: a request Axle cannot take.
     #[error("bad request: {0}")]
     BadRequest(String),
+    /// An error page rendered by the location's error stylesheet.
+    #[error("error page rendered by the error stylesheet ({status})")]
+    Styled {
+        /// The status.
+        status: StatusCode,
+        /// Content-Type of the page.
+        content_type: String,
+        /// The page.
+        body: bytes::Bytes,
+    },
     /// 500: the document or a stylesheet is broken.
     #[error("{title}: {detail}")]
     Render {
@@ -78,6 +88,7 @@ impl HttpError {
             HttpError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             HttpError::BadRequest(_) => StatusCode::BAD_REQUEST,
             HttpError::Render { .. } => StatusCode::INTERNAL_SERVER_ERROR,
+            HttpError::Styled { status, .. } => *status,
         }
     }
 }
@@ -99,6 +110,18 @@ fn escape(text: &str) -> String {
 impl IntoResponse for HttpError {
     fn into_response(self) -> Response {
         let status = self.status();
+        if let HttpError::Styled {
+            content_type, body, ..
+        } = self
+        {
+            let mut response = (status, body).into_response();
+            let headers = response.headers_mut();
+            if let Ok(v) = HeaderValue::from_str(&content_type) {
+                headers.insert(header::CONTENT_TYPE, v);
+            }
+            headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+            return response;
+        }
         let (title, detail) = match &self {
             HttpError::NotFound(_) => (
                 "Not found",
@@ -106,10 +129,11 @@ impl IntoResponse for HttpError {
             ),
             HttpError::MethodNotAllowed => (
                 "Method not allowed",
-                "Axle serves GET and HEAD requests.".to_string(),
+                "Axle serves GET and HEAD requests (and POST to documents).".to_string(),
             ),
             HttpError::BadRequest(why) => ("Bad request", why.clone()),
             HttpError::Render { title, detail } => (*title, detail.clone()),
+            HttpError::Styled { .. } => ("Error", String::new()),
         };
         let body = format!(
             "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{code} {title}</title></head>\n\
@@ -126,7 +150,7 @@ impl IntoResponse for HttpError {
         );
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         if matches!(self, HttpError::MethodNotAllowed) {
-            headers.insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+            headers.insert(header::ALLOW, HeaderValue::from_static("GET, HEAD, POST"));
         }
         response
     }

@@ -3,12 +3,19 @@
 //! Knows nothing of libxslt: it calls the pipeline and maps its errors once
 //! (`error`).
 
+mod charset;
+mod choose;
+mod directory;
 mod error;
 
+pub use choose::{Chosen, choose};
 pub use error::HttpError;
 
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+
+use bytes::Bytes;
 
 use axum::Router;
 use axum::body::Body;
@@ -19,8 +26,9 @@ use tower::ServiceExt;
 
 use crate::config::ServeConfig;
 use crate::language::Registry;
-use crate::pipeline::{Pipeline, RenderRequest, Rendered};
+use crate::pipeline::{Pipeline, PipelineError, RenderRequest, Rendered};
 use crate::provider::{Located, Provider, ProviderError, ResourceKind};
+use crate::site::{ConfigError, Location, OutputCharset, SiteConfig};
 
 /// The name of the cache-status header.
 pub const CACHE_HEADER: &str = "x-axle-cache";
@@ -29,19 +37,56 @@ pub const CACHE_HEADER: &str = "x-axle-cache";
 #[derive(Debug)]
 pub struct App {
     pipeline: Pipeline,
+    registry: Registry,
+    site: RwLock<Arc<SiteConfig>>,
 }
 
 impl App {
-    /// Builds the pipeline for `config` with `registry`'s Languages.
+    /// Builds the pipeline for `config` with `registry`'s Languages and no
+    /// site configuration (every location has the defaults).
     pub fn new(config: &ServeConfig, registry: Registry) -> std::io::Result<Arc<App>> {
+        let site = SiteConfig::defaults(registry.clone());
+        Self::with_site(config, registry, site)
+    }
+
+    /// The same with a loaded site configuration.
+    pub fn with_site(
+        config: &ServeConfig,
+        registry: Registry,
+        site: SiteConfig,
+    ) -> std::io::Result<Arc<App>> {
         Ok(Arc::new(App {
-            pipeline: Pipeline::new(config, registry)?,
+            pipeline: Pipeline::new(config, registry.clone())?,
+            registry,
+            site: RwLock::new(Arc::new(site)),
         }))
     }
 
     /// The pipeline (for counters and tests).
     pub fn pipeline(&self) -> &Pipeline {
         &self.pipeline
+    }
+
+    /// The site configuration in force.
+    pub fn site(&self) -> Arc<SiteConfig> {
+        match self.site.read() {
+            Ok(s) => Arc::clone(&s),
+            Err(poisoned) => Arc::clone(&poisoned.into_inner()),
+        }
+    }
+
+    /// Loads the configuration file again; on error the old one stays.
+    pub fn reload(&self) -> Result<(), ConfigError> {
+        let current = self.site();
+        let Some(path) = current.source() else {
+            return Ok(());
+        };
+        let fresh = SiteConfig::load(path, self.registry.clone())?;
+        match self.site.write() {
+            Ok(mut s) => *s = Arc::new(fresh),
+            Err(poisoned) => *poisoned.into_inner() = Arc::new(fresh),
+        }
+        Ok(())
     }
 }
 
@@ -54,9 +99,35 @@ pub fn router(app: Arc<App>) -> Router {
         .layer(tower_http::trace::TraceLayer::new_for_http())
 }
 
-/// Binds `config.listen` and serves until Ctrl-C or SIGTERM.
+/// The configuration file to use: `explicit`, else `axle.toml` in the root
+/// if there is one.
+pub fn site_config_path(root: &Path, explicit: Option<&Path>) -> Option<PathBuf> {
+    match explicit {
+        Some(p) => Some(p.to_path_buf()),
+        None => Some(root.join(CONFIG_FILE)).filter(|p| p.is_file()),
+    }
+}
+
+/// The configuration file's default name, looked for in the root.
+pub const CONFIG_FILE: &str = "axle.toml";
+
+/// Binds `config.listen` and serves until Ctrl-C or SIGTERM; SIGHUP reloads
+/// the site configuration (a broken one is reported and the old one kept).
 pub async fn serve(config: &ServeConfig, registry: Registry) -> std::io::Result<()> {
-    let app = App::new(config, registry)?;
+    serve_with(config, registry, None).await
+}
+
+/// [`serve`] with an explicit configuration file.
+pub async fn serve_with(
+    config: &ServeConfig,
+    registry: Registry,
+    site_file: Option<&Path>,
+) -> std::io::Result<()> {
+    let site = match site_config_path(&config.root, site_file) {
+        Some(path) => SiteConfig::load(&path, registry.clone()).map_err(std::io::Error::other)?,
+        None => SiteConfig::defaults(registry.clone()),
+    };
+    let app = App::with_site(config, registry, site)?;
     let listener = tokio::net::TcpListener::bind(config.listen).await?;
     let addr: SocketAddr = listener.local_addr()?;
     tracing::info!(%addr, root = %app.pipeline.provider().root().display(), cache = %config.cache_mode, "axle serving");
@@ -65,9 +136,27 @@ pub async fn serve(config: &ServeConfig, registry: Registry) -> std::io::Result<
         config.root.display(),
         config.cache_mode
     );
+    spawn_reloader(Arc::clone(&app));
     axum::serve(listener, router(app))
         .with_graceful_shutdown(shutdown_signal())
         .await
+}
+
+/// Reloads the site configuration on SIGHUP.
+fn spawn_reloader(app: Arc<App>) {
+    let Ok(mut hup) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) else {
+        return;
+    };
+    tokio::spawn(async move {
+        while hup.recv().await.is_some() {
+            match app.reload() {
+                Ok(()) => tracing::info!("configuration reloaded"),
+                Err(e) => {
+                    tracing::error!(error = %e, "configuration not reloaded; the previous one stays")
+                }
+            }
+        }
+    });
 }
 
 async fn shutdown_signal() {
@@ -100,13 +189,26 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
     }
 }
 
+/// Largest form body accepted for POSTed parameters.
+const MAX_FORM_BODY: usize = 1 << 20;
+
 async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
-    if request.method() != Method::GET && request.method() != Method::HEAD {
+    let method = request.method().clone();
+    if method != Method::GET && method != Method::HEAD && method != Method::POST {
         return Err(HttpError::MethodNotAllowed);
     }
+    let site = app.site();
     let provider = app.pipeline.provider();
     let path = request.uri().path().to_string();
-    let located = provider.locate(&path).map_err(not_found)?;
+    if site
+        .source()
+        .is_some_and(|s| provider.locate(&path).is_ok_and(|l| l.path.as_path() == s))
+    {
+        return Err(HttpError::NotFound(path));
+    }
+    let location = site.location(&path);
+    let (located, url_style) = locate_document(provider, &path, &location)?;
+    let query: Vec<(String, String)> = pairs(request.uri().query().unwrap_or(""))?;
     let located = match located.kind {
         ResourceKind::File => located,
         ResourceKind::Directory if !path.ends_with('/') => {
@@ -117,20 +219,242 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
                 .unwrap_or_default();
             return Ok(Redirect::permanent(&format!("{path}/{query}")).into_response());
         }
-        ResourceKind::Directory => provider
-            .locate(&format!("{path}index.xml"))
-            .map_err(not_found)?,
+        ResourceKind::Directory if location.directories => {
+            if method == Method::POST {
+                return Err(HttpError::MethodNotAllowed);
+            }
+            let listing = directory::listing(&located.path)
+                .map_err(|e| HttpError::NotFound(e.to_string()))?;
+            let chosen = choose::choose(&location, request.headers(), &query, None);
+            let req = render_request(&location, &chosen, params(&location, &query, &[]));
+            let rendered = app
+                .pipeline
+                .render_generated(&located.path, listing, &req)
+                .await
+                .map_err(|e| HttpError::from_pipeline(e, provider.root()))?;
+            return Ok(document_response(rendered, request.headers(), &location));
+        }
+        ResourceKind::Directory => {
+            let index = location
+                .index
+                .as_deref()
+                .ok_or_else(|| HttpError::NotFound(path.clone()))?;
+            provider
+                .locate(&format!("{path}{index}"))
+                .map_err(not_found)?
+        }
     };
     if !is_document(&located) {
+        if method == Method::POST {
+            return Err(HttpError::MethodNotAllowed);
+        }
         return serve_static(&located, request).await;
     }
-    let req = RenderRequest::with_params(params(request.uri().query())?);
-    let rendered = app
+    if location.passthru
+        && query
+            .iter()
+            .any(|(k, v)| k == "passthru" && v != "0" && !v.is_empty())
+    {
+        let source = provider.read(&located).map_err(not_found)?;
+        let rendered = Rendered {
+            body: source.bytes,
+            hash: source.hash,
+            content_type: Arc::from(crate::pipeline::RAW_XML_TYPE),
+            cache: crate::pipeline::CacheStatus::Untransformed,
+        };
+        return Ok(document_response(
+            rendered,
+            request.headers(),
+            &passthru_location(&location),
+        ));
+    }
+    let headers = request.headers().clone();
+    let form = if method == Method::POST {
+        form_body(request).await?
+    } else {
+        Vec::new()
+    };
+    let chosen = choose::choose(&location, &headers, &query, url_style);
+    let req = render_request(&location, &chosen, params(&location, &query, &form));
+    match app.pipeline.render(&located, &req).await {
+        Ok(rendered) => Ok(document_response(rendered, &headers, &location)),
+        Err(e) => Err(error_page(app, e, &located, &location, &req).await),
+    }
+}
+
+/// A location whose output is never transcoded (passthru sends the source
+/// exactly as it is).
+fn passthru_location(location: &Location) -> Location {
+    let mut l = location.clone();
+    l.output_charset = None;
+    l
+}
+
+/// Finds the document for `path`, trying AxKit's path-info
+/// (`/doc.xml/STYLE`) and suffix (`/doc.xml.STYLE`) style choosers when the
+/// path itself does not exist.
+fn locate_document(
+    provider: &crate::provider::FileProvider,
+    path: &str,
+    location: &Location,
+) -> Result<(Located, Option<String>), HttpError> {
+    let err = match provider.locate(path) {
+        Ok(l) => return Ok((l, None)),
+        Err(e) => e,
+    };
+    if !matches!(err, ProviderError::NotFound(_)) {
+        return Err(not_found(err));
+    }
+    let candidates = [
+        (location.path_info, path.rsplit_once('/')),
+        (
+            location.suffix,
+            path.rsplit_once('.').filter(|(_, ext)| !ext.contains('/')),
+        ),
+    ];
+    for (enabled, split) in candidates {
+        let Some((head, style)) = split.filter(|_| enabled) else {
+            continue;
+        };
+        if style.is_empty() || !head.to_ascii_lowercase().ends_with(".xml") {
+            continue;
+        }
+        if let Ok(l) = provider.locate(head) {
+            if l.kind == ResourceKind::File {
+                let style = percent_encoding::percent_decode_str(style)
+                    .decode_utf8_lossy()
+                    .into_owned();
+                return Ok((l, Some(style)));
+            }
+        }
+    }
+    Err(not_found(err))
+}
+
+fn render_request(
+    location: &Location,
+    chosen: &choose::Chosen,
+    params: Vec<(String, String)>,
+) -> RenderRequest {
+    let mut req = RenderRequest::with_params(params);
+    req.selection = chosen.selection.clone();
+    req.client_style = chosen.from_client;
+    req.processors = location.processors.clone();
+    req.processor_order = location.order;
+    req.registry = Some(location.registry.clone());
+    req.location = Some(location.hash);
+    req.xinclude = location.xinclude;
+    req.trace = location.trace.clone();
+    req
+}
+
+/// Renders an error through the location's error stylesheet (AxKit's
+/// AxErrorStylesheet) when there is one; the document has the shape
+/// `<error><file/><msg/><stage/><stylesheet/></error>`. Never cached.
+async fn error_page(
+    app: &App,
+    err: PipelineError,
+    located: &Located,
+    location: &Location,
+    req: &RenderRequest,
+) -> HttpError {
+    let root = app.pipeline.provider().root();
+    let plain = HttpError::from_pipeline(err.clone(), root);
+    let Some(sheet) = &location.error_stylesheet else {
+        return plain;
+    };
+    if !plain.status().is_server_error() {
+        return plain;
+    }
+    let (stage, stylesheet) = match &err {
+        PipelineError::Stage {
+            stage, stylesheet, ..
+        } => (stage.to_string(), stylesheet.clone()),
+        PipelineError::Compile { stylesheet, .. } => (String::new(), stylesheet.clone()),
+        _ => (String::new(), String::new()),
+    };
+    let message = match &plain {
+        HttpError::Render { detail, .. } => detail.clone(),
+        other => other.to_string(),
+    };
+    let doc = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<error><file>{}</file><msg>{}</msg><stage>{}</stage><stylesheet>{}</stylesheet><status>500</status></error>\n",
+        xml_escape(located.path.rel()),
+        xml_escape(&message),
+        xml_escape(&stage),
+        xml_escape(&stylesheet),
+    );
+    let mut error_req = RenderRequest::with_params(req.params.clone());
+    error_req.processors = vec![crate::chain::Processor {
+        pi: sheet.clone(),
+        when: crate::chain::When::default(),
+    }];
+    error_req.processor_order = crate::chain::ProcessorOrder::Instead;
+    error_req.registry = req.registry.clone();
+    error_req.no_cache = true;
+    match app
         .pipeline
-        .render(&located, &req)
+        .render_generated(&located.path, Bytes::from(doc), &error_req)
         .await
-        .map_err(|e| HttpError::from_pipeline(e, provider.root()))?;
-    Ok(document_response(&rendered, request.headers()))
+    {
+        Ok(rendered) => HttpError::Styled {
+            status: StatusCode::INTERNAL_SERVER_ERROR,
+            content_type: rendered.content_type.to_string(),
+            body: rendered.body,
+        },
+        Err(e) => {
+            tracing::warn!(error = %e, "the error stylesheet failed too");
+            plain
+        }
+    }
+}
+
+fn xml_escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// Request parameters that become stylesheet params: query pairs and form
+/// fields (form fields win), minus Axle's own (`passthru` and the style
+/// key), filtered by the location's policy.
+fn params(
+    location: &Location,
+    query: &[(String, String)],
+    form: &[(String, String)],
+) -> Vec<(String, String)> {
+    query
+        .iter()
+        .chain(form)
+        .filter(|(k, _)| k != "passthru" && Some(k) != location.style_key.as_ref())
+        .filter(|(k, _)| is_ncname(k) && location.params.allows(k))
+        .cloned()
+        .collect()
+}
+
+async fn form_body(request: Request) -> Result<Vec<(String, String)>, HttpError> {
+    let is_form = request
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/x-www-form-urlencoded"));
+    let body = axum::body::to_bytes(request.into_body(), MAX_FORM_BODY)
+        .await
+        .map_err(|_| {
+            HttpError::BadRequest(format!("request body larger than {MAX_FORM_BODY} bytes"))
+        })?;
+    if !is_form {
+        return if body.is_empty() {
+            Ok(Vec::new())
+        } else {
+            Err(HttpError::BadRequest(
+                "POST bodies must be application/x-www-form-urlencoded".into(),
+            ))
+        };
+    }
+    let text = std::str::from_utf8(&body)
+        .map_err(|_| HttpError::BadRequest("form body is not UTF-8".into()))?;
+    pairs(text)
 }
 
 fn not_found(e: ProviderError) -> HttpError {
@@ -152,24 +476,18 @@ fn is_document(located: &Located) -> bool {
             .is_some_and(|e| e.eq_ignore_ascii_case("xml"))
 }
 
-/// Query parameters as stylesheet params: `&` and `;` both separate pairs;
-/// names that are not XML names are ignored (they could never reach an
-/// `xsl:param`); a NUL byte is refused.
-fn params(query: Option<&str>) -> Result<Vec<(String, String)>, HttpError> {
-    let Some(query) = query else {
-        return Ok(Vec::new());
-    };
+/// Form-encoded pairs: `&` and `;` both separate pairs; a NUL byte is
+/// refused.
+fn pairs(text: &str) -> Result<Vec<(String, String)>, HttpError> {
     let mut out = Vec::new();
-    for part in query.split([';', '&']) {
+    for part in text.split([';', '&']) {
         for (name, value) in form_urlencoded::parse(part.as_bytes()) {
             if value.contains('\0') || name.contains('\0') {
                 return Err(HttpError::BadRequest(
                     "a parameter contains a NUL byte".into(),
                 ));
             }
-            if is_ncname(&name) {
-                out.push((name.into_owned(), value.into_owned()));
-            }
+            out.push((name.into_owned(), value.into_owned()));
         }
     }
     Ok(out)
@@ -181,7 +499,28 @@ fn is_ncname(name: &str) -> bool {
         && chars.all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.'))
 }
 
-fn document_response(rendered: &Rendered, request_headers: &HeaderMap) -> Response {
+fn document_response(
+    mut rendered: Rendered,
+    request_headers: &HeaderMap,
+    location: &Location,
+) -> Response {
+    let mut vary = None;
+    if let Some(setting) = &location.output_charset {
+        if matches!(setting, OutputCharset::Accept) {
+            vary = Some(header::ACCEPT_CHARSET);
+        }
+        let accept = request_headers
+            .get(header::ACCEPT_CHARSET)
+            .and_then(|v| v.to_str().ok());
+        let to = charset::target(setting, accept);
+        if let Some((body, content_type)) =
+            charset::transcode(&rendered.body, &rendered.content_type, to)
+        {
+            rendered.hash = crate::cache::ContentHash::of(&body);
+            rendered.body = body;
+            rendered.content_type = Arc::from(content_type);
+        }
+    }
     let etag = rendered.hash.etag();
     let cache = rendered.cache.header_value();
     let not_modified = request_headers
@@ -191,6 +530,9 @@ fn document_response(rendered: &Rendered, request_headers: &HeaderMap) -> Respon
     let mut builder = Response::builder()
         .header(header::ETAG, &etag)
         .header(CACHE_HEADER, cache);
+    if let Some(v) = vary {
+        builder = builder.header(header::VARY, v);
+    }
     let response = if not_modified {
         builder.status(StatusCode::NOT_MODIFIED).body(Body::empty())
     } else {
@@ -198,7 +540,7 @@ fn document_response(rendered: &Rendered, request_headers: &HeaderMap) -> Respon
             header::CONTENT_TYPE,
             content_type_value(&rendered.content_type),
         );
-        builder.body(Body::from(rendered.body.clone()))
+        builder.body(Body::from(rendered.body))
     };
     response.unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
 }
@@ -222,7 +564,10 @@ mod tests {
 
     #[test]
     fn params_take_both_separators_and_skip_non_names() {
-        let p = params(Some("a=1;b=two%20words&c=%27%22&9x=no&=no&d")).unwrap();
+        let site = SiteConfig::defaults(Registry::default());
+        let location = site.location("/");
+        let q = pairs("a=1;b=two%20words&c=%27%22&9x=no&=no&d&style=x&passthru=1").unwrap();
+        let p = params(&location, &q, &[]);
         assert_eq!(
             p,
             vec![
@@ -232,6 +577,6 @@ mod tests {
                 ("d".into(), "".into()),
             ]
         );
-        assert!(params(Some("a=%00")).is_err());
+        assert!(pairs("a=%00").is_err());
     }
 }

@@ -190,9 +190,12 @@ pub struct RenderRequest {
     pub xinclude: bool,
     /// Write the source and every stage's output into this directory.
     pub trace: Option<PathBuf>,
-    /// Compute without reading or writing the cache (a traced request, or a
-    /// style that selects nothing).
+    /// Compute without reading or writing the cache (a traced request).
     pub no_cache: bool,
+    /// The style came from the client (query, cookie, path): if it selects
+    /// nothing in the document, the response is computed but not cached, so
+    /// `?style=<random>` cannot fill the cache (AxKit's guard).
+    pub client_style: bool,
 }
 
 impl RenderRequest {

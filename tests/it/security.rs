@@ -294,20 +294,23 @@ async fn exsl_document_cannot_write_files() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn methods_other_than_get_and_head_are_405_with_allow() {
+async fn methods_other_than_get_head_and_post_are_405_with_allow() {
     let site = TestSite::new();
     for mode in MODES {
         let server = TestServer::start(&site.root, mode).await;
-        for method in [
-            reqwest::Method::POST,
-            reqwest::Method::PUT,
-            reqwest::Method::DELETE,
-            reqwest::Method::PATCH,
-        ] {
-            let r = server.request(method.clone(), "/one.xml", &[]).await;
-            let what = format!("{mode} {method}");
+        let cases = [
+            (reqwest::Method::PUT, "/one.xml"),
+            (reqwest::Method::DELETE, "/one.xml"),
+            (reqwest::Method::PATCH, "/one.xml"),
+            (reqwest::Method::OPTIONS, "/one.xml"),
+            // POST carries form parameters to documents only.
+            (reqwest::Method::POST, "/style.css"),
+        ];
+        for (method, path) in cases {
+            let r = server.request(method.clone(), path, &[]).await;
+            let what = format!("{mode} {method} {path}");
             assert_error_page(&r, 405, "Method not allowed", &site, &what);
-            assert_eq!(r.header("allow"), "GET, HEAD", "{what}");
+            assert_eq!(r.header("allow"), "GET, HEAD, POST", "{what}");
             assert_still_serving(&server, &what).await;
         }
         assert_eq!(
