@@ -3,6 +3,7 @@
 
 mod support;
 
+mod axkit;
 mod cache_modes;
 mod cli;
 mod concurrency;

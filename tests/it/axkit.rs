@@ -1,0 +1,1 @@
+//! placeholder: AxKit-compatible selection and configuration (being written)
