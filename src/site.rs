@@ -44,7 +44,7 @@ pub struct ConfigError {
 #[serde(deny_unknown_fields)]
 struct FileFormat {
     #[serde(default)]
-    location: BTreeMap<String, Spanned<Section>>,
+    location: BTreeMap<String, Section>,
 }
 
 #[derive(Debug, Default, Clone, Deserialize)]
@@ -68,7 +68,7 @@ struct Section {
     suffix: Option<bool>,
     user_agent_styles: Option<Vec<Spanned<UaStyle>>>,
     media_rules: Option<Vec<Spanned<MediaRuleFormat>>>,
-    types: Option<BTreeMap<String, Spanned<String>>>,
+    types: Option<BTreeMap<String, String>>,
     #[serde(default)]
     processor: Vec<Spanned<ProcessorFormat>>,
 }
@@ -322,8 +322,11 @@ impl SiteConfig {
             err(e.span(), "(syntax)".into(), message)
         })?;
         let mut sections = Vec::new();
+        // Where a string first appears in the file: the line for errors on
+        // values whose position toml does not keep.
+        let find = |needle: &str| text.find(needle).map(|i| i..i + needle.len());
         for (prefix, section) in format.location {
-            let span = section.span();
+            let span = find(&format!("{prefix:?}")).unwrap_or(0..0);
             let key = format!("location.{prefix:?}");
             if !prefix.starts_with('/') {
                 return Err(err(
@@ -334,7 +337,8 @@ impl SiteConfig {
             }
             sections.push(validate(
                 prefix,
-                section.into_inner(),
+                section,
+                &find,
                 &registry,
                 &|span, k, m| err(span, format!("{key}.{k}"), m),
             )?);
@@ -509,6 +513,7 @@ fn regex_of(
 fn validate(
     prefix: String,
     raw: Section,
+    find: &dyn Fn(&str) -> Option<std::ops::Range<usize>>,
     registry: &Registry,
     err: &ErrFn<'_>,
 ) -> Result<ValidSection, ConfigError> {
@@ -605,11 +610,11 @@ fn validate(
         Some(map) => {
             let mut out = Vec::new();
             for (mime, name) in map {
-                let lang = registry.by_name(name.get_ref()).ok_or_else(|| {
+                let lang = registry.by_name(name).ok_or_else(|| {
                     err(
-                        Some(name.span()),
+                        find(&format!("{mime:?}")),
                         format!("types.{mime:?}"),
-                        format!("no Language named '{}' is registered", name.get_ref()),
+                        format!("no Language named '{name}' is registered"),
                     )
                 })?;
                 out.push((mime.clone(), LangRef(lang)));
