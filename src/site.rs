@@ -266,7 +266,7 @@ pub struct Location {
     /// Media rules (default: AxKit's WAP check).
     pub media_rules: Vec<MediaRule>,
     /// The MIME type → Language map in force here.
-    pub registry: Registry,
+    pub registry: Arc<Registry>,
     /// Hash of everything above that can change output.
     pub hash: ContentHash,
 }
@@ -396,7 +396,7 @@ impl SiteConfig {
             suffix: true,
             ua_styles: Vec::new(),
             media_rules: vec![MediaRule::wap()],
-            registry: self.registry.clone(),
+            registry: Arc::new(self.registry.clone()),
             hash: ContentHash::of(b""),
         };
         for &i in matched {
@@ -475,7 +475,7 @@ impl SiteConfig {
             if let Some(types) = &s.types {
                 for (mime, lang) in types {
                     // Names were checked against the registry at load.
-                    let _ = l.registry.register(mime, Arc::clone(&lang.0));
+                    let _ = Arc::make_mut(&mut l.registry).register(mime, Arc::clone(&lang.0));
                 }
             }
         }

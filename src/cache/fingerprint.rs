@@ -22,6 +22,11 @@ pub struct Stamp {
 }
 
 impl Stamp {
+    /// The current stamp of `path` (following symlinks).
+    pub fn current(path: &Path) -> io::Result<Stamp> {
+        Ok(Stamp::of(&std::fs::metadata(path)?))
+    }
+
     /// The stamp of `meta`.
     pub fn of(meta: &std::fs::Metadata) -> Self {
         Stamp {
@@ -73,6 +78,15 @@ impl Fingerprints {
             }
         }
         Ok(self.read(path)?.1)
+    }
+
+    /// The stamp under which `path` was last seen to have content `hash`,
+    /// if the memo still says so.
+    pub fn stamp_for(&self, path: &Path, hash: &ContentHash) -> Option<Stamp> {
+        self.memo
+            .get(path)
+            .filter(|(_, h)| h == hash)
+            .map(|(stamp, _)| stamp)
     }
 
     /// Reads `path`, returning its bytes and their hash, and memoizes the

@@ -6,10 +6,12 @@
 //! builds keys here from content hashes only.
 
 mod fingerprint;
+mod hot;
 mod key;
 mod store;
 
 pub use fingerprint::{Fingerprints, Stamp};
+pub use hot::{HotEntry, HotMemo};
 pub use key::{ContentHash, KEY_CONTEXT, Key, KeyBuilder};
 pub use store::{Entry, Store};
 

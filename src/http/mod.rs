@@ -86,6 +86,7 @@ impl App {
             Ok(mut s) => *s = Arc::new(fresh),
             Err(poisoned) => *poisoned.into_inner() = Arc::new(fresh),
         }
+        self.pipeline.clear_hot();
         Ok(())
     }
 }
@@ -200,15 +201,36 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
     let site = app.site();
     let provider = app.pipeline.provider();
     let path = request.uri().path().to_string();
-    if site
-        .source()
-        .is_some_and(|s| provider.locate(&path).is_ok_and(|l| l.path.as_path() == s))
-    {
-        return Err(HttpError::NotFound(path));
-    }
     let location = site.location(&path);
-    let (located, url_style) = locate_document(provider, &path, &location)?;
     let query: Vec<(String, String)> = pairs(request.uri().query().unwrap_or(""))?;
+    let passthru = location.passthru
+        && query
+            .iter()
+            .any(|(k, v)| k == "passthru" && v != "0" && !v.is_empty());
+
+    // The hot path: a GET of a document whose memoized response is still
+    // valid costs one stat per file it came from.
+    let hot =
+        (method != Method::POST && !passthru && !location.directories && location.trace.is_none())
+            .then(|| {
+                let chosen = choose::choose(&location, request.headers(), &query, None);
+                let req = render_request(&location, &chosen, params(&location, &query, &[]));
+                (Pipeline::hot_key(&path, &req), req)
+            });
+    if let Some((key, _)) = &hot {
+        if let Some(rendered) = app.pipeline.hot_get(key) {
+            return Ok(document_response(rendered, request.headers(), &location));
+        }
+    }
+
+    if site.source().is_some() && path.ends_with(CONFIG_FILE) {
+        if let (Some(file), Ok(l)) = (site.source(), provider.locate(&path)) {
+            if l.path.as_path() == file {
+                return Err(HttpError::NotFound(path));
+            }
+        }
+    }
+    let (located, url_style) = locate_document(provider, &path, &location)?;
     let located = match located.kind {
         ResourceKind::File => located,
         ResourceKind::Directory if !path.ends_with('/') => {
@@ -250,17 +272,14 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
         }
         return serve_static(&located, request).await;
     }
-    if location.passthru
-        && query
-            .iter()
-            .any(|(k, v)| k == "passthru" && v != "0" && !v.is_empty())
-    {
+    if passthru {
         let source = provider.read(&located).map_err(not_found)?;
         let rendered = Rendered {
             body: source.bytes,
             hash: source.hash,
             content_type: Arc::from(crate::pipeline::RAW_XML_TYPE),
             cache: crate::pipeline::CacheStatus::Untransformed,
+            validators: None,
         };
         return Ok(document_response(
             rendered,
@@ -269,15 +288,33 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
         ));
     }
     let headers = request.headers().clone();
-    let form = if method == Method::POST {
-        form_body(request).await?
-    } else {
-        Vec::new()
+    let req = match (hot, &url_style) {
+        (Some((_, req)), None) => req,
+        _ => {
+            let form = if method == Method::POST {
+                form_body(request).await?
+            } else {
+                Vec::new()
+            };
+            let chosen = choose::choose(&location, &headers, &query, url_style.clone());
+            render_request(&location, &chosen, params(&location, &query, &form))
+        }
     };
-    let chosen = choose::choose(&location, &headers, &query, url_style);
-    let req = render_request(&location, &chosen, params(&location, &query, &form));
     match app.pipeline.render(&located, &req).await {
-        Ok(rendered) => Ok(document_response(rendered, &headers, &location)),
+        Ok(rendered) => {
+            if method != Method::POST && url_style.is_none() {
+                let key = Pipeline::hot_key(&path, &req);
+                let decoded = percent_encoding::percent_decode_str(&path).decode_utf8_lossy();
+                let mut request_path = provider.root().join(decoded.trim_start_matches('/'));
+                if path.ends_with('/') {
+                    if let Some(index) = &location.index {
+                        request_path.push(index);
+                    }
+                }
+                app.pipeline.hot_put(key, &request_path, &rendered);
+            }
+            Ok(document_response(rendered, &headers, &location))
+        }
         Err(e) => Err(error_page(app, e, &located, &location, &req).await),
     }
 }
@@ -341,7 +378,7 @@ fn render_request(
     req.client_style = chosen.from_client;
     req.processors = location.processors.clone();
     req.processor_order = location.order;
-    req.registry = Some(location.registry.clone());
+    req.registry = Some(Arc::clone(&location.registry));
     req.location = Some(location.hash);
     req.xinclude = location.xinclude;
     req.trace = location.trace.clone();

@@ -23,13 +23,13 @@ mod compiled;
 
 pub use compiled::CompiledStage;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 
-use crate::cache::{ContentHash, Dep, Entry, Fingerprints, Key, KeyBuilder, Store};
+use crate::cache::{ContentHash, Dep, Entry, Fingerprints, HotMemo, Key, KeyBuilder, Stamp, Store};
 use crate::chain::{self, ChainError, Selection};
 use crate::config::{CacheMode, ServeConfig};
 use crate::ffi::{self, Limits, XmlDoc, XmlError};
@@ -129,6 +129,9 @@ pub struct Rendered {
     pub content_type: Arc<str>,
     /// What the cache did.
     pub cache: CacheStatus,
+    /// Every file the response was computed from, with the hash used (the
+    /// source first); None when the response must not be memoized.
+    pub validators: Option<Arc<[Dep]>>,
 }
 
 /// Counters, for tests, benchmarks and (later) the status page.
@@ -151,6 +154,7 @@ pub struct Pipeline {
     runtime: Option<tokio::runtime::Handle>,
     store: Store,
     prologs: moka::sync::Cache<ContentHash, Arc<Prolog>>,
+    hot: HotMemo<Rendered>,
     pool: Arc<Pool>,
     mode: CacheMode,
     limits: Limits,
@@ -182,7 +186,7 @@ pub struct RenderRequest {
     pub processor_order: chain::ProcessorOrder,
     /// The MIME type → Language map for this request (None: the
     /// pipeline's own).
-    pub registry: Option<Registry>,
+    pub registry: Option<Arc<Registry>>,
     /// Hash of the configuration that governs this request (part of every
     /// key, so a config change never serves stale output).
     pub location: Option<ContentHash>,
@@ -224,6 +228,7 @@ impl Pipeline {
             runtime: tokio::runtime::Handle::try_current().ok(),
             store: Store::new(config.cache_size, fingerprints),
             prologs: moka::sync::Cache::new(100_000),
+            hot: HotMemo::new(100_000),
             pool: Arc::new(Pool::new(config.workers)?),
             mode: config.cache_mode,
             limits: config.limits,
@@ -282,6 +287,72 @@ impl Pipeline {
         Err(PipelineError::SourceChanged(located.path.rel().to_string()))
     }
 
+    /// The hot-memo key of a request for `url_path` (as requested).
+    pub fn hot_key(url_path: &str, req: &RenderRequest) -> Key {
+        let mut k = KeyBuilder::new("hot");
+        k.str(url_path)
+            .hash(&req.location.unwrap_or_else(|| ContentHash::of(b"")))
+            .str(req.selection.style.as_deref().unwrap_or("\0"))
+            .str(&req.selection.media)
+            .u64(u64::from(req.client_style))
+            .u64(u64::from(req.xinclude))
+            .u64(req.params.len() as u64);
+        for (name, value) in &req.params {
+            k.str(name).str(value);
+        }
+        k.finish()
+    }
+
+    /// The memoized response for `key`, if every file it came from is
+    /// unchanged (one `stat` each). Never in `off` mode.
+    pub fn hot_get(&self, key: &Key) -> Option<Rendered> {
+        if self.mode == CacheMode::Off {
+            return None;
+        }
+        let mut r = self.hot.get(key)?;
+        r.cache = match r.cache {
+            CacheStatus::Untransformed => CacheStatus::Untransformed,
+            _ => CacheStatus::Hit,
+        };
+        Some(r)
+    }
+
+    /// Memoizes `rendered` for `key`; `request_path` is the document as the
+    /// request named it (checked in place of the source's canonical path,
+    /// so a re-pointed symlink is noticed). Skipped when a file changed
+    /// since it was used, or the response is not cacheable.
+    pub fn hot_put(&self, key: Key, request_path: &Path, rendered: &Rendered) {
+        if self.mode == CacheMode::Off {
+            return;
+        }
+        let Some(validators) = &rendered.validators else {
+            return;
+        };
+        let fingerprints = self.files.fingerprints();
+        let mut checks: Vec<(PathBuf, Stamp)> = Vec::with_capacity(validators.len());
+        for (i, dep) in validators.iter().enumerate() {
+            let Some(stamp) = fingerprints.stamp_for(&dep.path, &dep.hash) else {
+                return;
+            };
+            let path = if i == 0 {
+                request_path.to_path_buf()
+            } else {
+                dep.path.clone()
+            };
+            if !checks.iter().any(|(p, _)| *p == path) {
+                checks.push((path, stamp));
+            }
+        }
+        let mut memo = rendered.clone();
+        memo.validators = None;
+        self.hot.put(key, memo, checks);
+    }
+
+    /// Forgets memoized responses (after a configuration reload).
+    pub fn clear_hot(&self) {
+        self.hot.clear();
+    }
+
     /// Renders a generated document (a directory listing, an error
     /// document) as if it were the file at `path`.
     pub async fn render_generated(
@@ -337,7 +408,7 @@ impl Pipeline {
             &prolog,
             located.path.url(),
             self.files.root(),
-            req.registry.as_ref().unwrap_or(&self.registry),
+            req.registry.as_deref().unwrap_or(&self.registry),
             &req.selection,
             &req.processors,
             req.processor_order,
@@ -347,11 +418,16 @@ impl Pipeline {
                 Some(s) => s,
                 None => self.source_for(located, source_hash)?,
             };
+            let validators = Some(Arc::from(vec![Dep {
+                path: located.path.as_path().to_path_buf(),
+                hash: source.hash,
+            }]));
             return Ok(Rendered {
                 hash: source.hash,
                 body: source.bytes,
                 content_type: Arc::from(RAW_XML_TYPE),
                 cache: CacheStatus::Untransformed,
+                validators,
             });
         }
         let mut stages = Vec::with_capacity(specs.len());
@@ -361,6 +437,13 @@ impl Pipeline {
                     .get(spec, &self.files, &self.pool, &self.stats)
                     .await?,
             );
+        }
+        let mut validators = vec![Dep {
+            path: located.path.as_path().to_path_buf(),
+            hash: source_hash,
+        }];
+        for stage in &stages {
+            validators.extend(stage.files.iter().cloned());
         }
         let job = ChainJob {
             stages: stages.into(),
@@ -408,18 +491,22 @@ impl Pipeline {
                     .get_or_compute(key, compute)
                     .await
                     .map_err(|e| (*e).clone())?;
-                Ok(rendered(
-                    &entry,
-                    if found {
-                        CacheStatus::Hit
-                    } else {
-                        CacheStatus::Miss
-                    },
-                ))
+                let status = if found {
+                    CacheStatus::Hit
+                } else {
+                    CacheStatus::Miss
+                };
+                validators.extend(entry.deps.iter().cloned());
+                let mut out = rendered(&entry, status);
+                out.validators = Some(Arc::from(validators));
+                Ok(out)
             }
             CacheMode::Incremental => {
-                self.render_incremental(job, located, source, source_hash)
-                    .await
+                let mut out = self
+                    .render_incremental(job, located, source, source_hash, &mut validators)
+                    .await?;
+                out.validators = Some(Arc::from(validators));
+                Ok(out)
             }
         }
     }
@@ -430,6 +517,7 @@ impl Pipeline {
         located: &Located,
         mut source: Option<Source>,
         source_hash: ContentHash,
+        validators: &mut Vec<Dep>,
     ) -> Result<Rendered, PipelineError> {
         let job = Arc::new(job);
         let total = job.stages.len();
@@ -482,6 +570,7 @@ impl Pipeline {
                 carried = tree_out.lock().ok().and_then(|mut slot| slot.take());
             }
             input_hash = entry.hash;
+            validators.extend(entry.deps.iter().cloned());
             previous = Some(entry);
         }
         let Some(last) = previous else {
@@ -631,6 +720,7 @@ impl InternalDocuments for Nested {
 
 fn rendered(entry: &Entry, cache: CacheStatus) -> Rendered {
     Rendered {
+        validators: None,
         body: entry.bytes.clone(),
         hash: entry.hash,
         content_type: entry
