@@ -1,0 +1,163 @@
+//! Per-request cost of rendering, in each cache mode, on the bundled samples.
+//!
+//! `request/<mode>/<url>`: a full request through the axum router without
+//! sockets (`router(app).oneshot(request)`, body collected), after one warm-up
+//! request, so `all` and `incremental` measure cache hits and `off` measures
+//! running the chain (compiled stylesheets are reused in every mode).
+//! Before measuring, every mode's body is checked to be byte-identical and
+//! the `X-Axle-Cache` header to say what is being measured.
+//!
+//! `hot_path/*`: the pieces every request pays even on a hit: the prolog
+//! scanner, a cache key, and locating the source (one `stat`, memoized hash).
+//!
+//! Run with `cargo bench --bench pipeline`; `-- --test` runs each once.
+
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::http::{Request, StatusCode};
+use criterion::{Criterion, criterion_group, criterion_main};
+use tower::ServiceExt;
+
+use axle::cache::{ContentHash, Fingerprints, KeyBuilder};
+use axle::http::{App, CACHE_HEADER};
+use axle::provider::{FileProvider, Provider};
+use axle::{CacheMode, Registry, ServeConfig};
+
+/// The article: a two-stage chain over ~10 KB of XML.
+const ARTICLE: &str = "/articles/xml-pipelines.xml";
+/// A three-stage chain of near-identity stylesheets over a tiny document.
+const TRIVIAL: &str = "/trivial/";
+const URLS: [(&str, &str); 2] = [("article", ARTICLE), ("trivial", TRIVIAL)];
+const MODES: [CacheMode; 3] = [CacheMode::Off, CacheMode::All, CacheMode::Incremental];
+
+fn samples() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("samples")
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+}
+
+fn app(mode: CacheMode) -> Arc<App> {
+    let mut config = ServeConfig::new(samples());
+    config.cache_mode = mode;
+    App::new(&config, Registry::default()).expect("app over samples/")
+}
+
+/// One GET through the router; returns the cache header and the body.
+async fn get(app: &Arc<App>, path: &str) -> (String, Bytes) {
+    let request = Request::get(path).body(Body::empty()).expect("request");
+    let response = axle::http::router(app.clone())
+        .oneshot(request)
+        .await
+        .expect("infallible");
+    assert_eq!(response.status(), StatusCode::OK, "GET {path}");
+    let cache = response
+        .headers()
+        .get(CACHE_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    let body = axum::body::to_bytes(response.into_body(), usize::MAX)
+        .await
+        .expect("body");
+    (cache, body)
+}
+
+fn requests(c: &mut Criterion) {
+    let rt = runtime();
+    let apps: Vec<(CacheMode, Arc<App>)> = MODES.iter().map(|&m| (m, app(m))).collect();
+
+    // Warm every mode (stylesheets compiled; outputs cached where the mode
+    // caches), then check that the modes agree and that the next request is
+    // what this benchmark claims to measure.
+    for (name, url) in URLS {
+        let mut reference: Option<(CacheMode, Bytes)> = None;
+        for (mode, app) in &apps {
+            rt.block_on(get(app, url));
+            let (cache, body) = rt.block_on(get(app, url));
+            let expected = match mode {
+                CacheMode::Off => "miss",
+                CacheMode::All | CacheMode::Incremental => "hit",
+            };
+            assert_eq!(
+                cache, expected,
+                "{mode} {name}: warm request was not a {expected}"
+            );
+            match &reference {
+                None => reference = Some((*mode, body)),
+                Some((first, bytes)) => assert!(
+                    *bytes == body,
+                    "{name}: mode {mode} returned {} bytes, mode {first} {} bytes, and they differ",
+                    body.len(),
+                    bytes.len()
+                ),
+            }
+        }
+    }
+
+    let mut group = c.benchmark_group("request");
+    for (mode, app) in &apps {
+        for (name, url) in URLS {
+            group.bench_function(format!("{mode}/{name}"), |b| {
+                b.iter(|| black_box(rt.block_on(get(app, black_box(url)))))
+            });
+        }
+    }
+    group.finish();
+}
+
+fn hot_path(c: &mut Criterion) {
+    let mut group = c.benchmark_group("hot_path");
+
+    let article = std::fs::read(samples().join(&ARTICLE[1..])).expect("read the article");
+    axle::prolog::scan(&article).expect("the article's prolog scans");
+    group.bench_function("prolog_scan/article", |b| {
+        b.iter(|| axle::prolog::scan(black_box(&article)))
+    });
+
+    // Five fields, shaped like an incremental stage key with one parameter.
+    let closure = ContentHash::of(b"closure");
+    let input = ContentHash::of(&article);
+    group.bench_function("key_builder/5_fields", |b| {
+        b.iter(|| {
+            KeyBuilder::new("stage")
+                .hash(black_box(&closure))
+                .u64(black_box(1))
+                .hash(black_box(&input))
+                .str(black_box("style"))
+                .str(black_box("print"))
+                .finish()
+        })
+    });
+
+    let files = FileProvider::new(&samples(), Fingerprints::default()).expect("provider");
+    files.locate(ARTICLE).expect("locate the article"); // memoize its hash
+    group.bench_function("locate/article", |b| {
+        b.iter(|| files.locate(black_box(ARTICLE)))
+    });
+
+    group.finish();
+}
+
+fn config() -> Criterion {
+    // 9 benchmarks × (2 s warm-up + 5 s measurement) plus set-up: ~1.5 min.
+    Criterion::default()
+        .warm_up_time(Duration::from_secs(2))
+        .measurement_time(Duration::from_secs(5))
+        .sample_size(60)
+}
+
+criterion_group! {
+    name = benches;
+    config = config();
+    targets = requests, hot_path
+}
+criterion_main!(benches);
