@@ -22,27 +22,57 @@ pub enum PoolError {
     Closed,
 }
 
-/// A fixed set of transform threads.
+/// A job for a transform thread.
+type Job = Box<dyn FnOnce() + Send + 'static>;
+
+/// A fixed set of transform threads fed from one queue.
+///
+/// Why not rayon: its idle workers spin (`sched_yield`) before sleeping,
+/// which on a 2-core machine takes CPU from the threads serving requests;
+/// transforms are coarse jobs that need no work stealing. Idle threads here
+/// block on the queue.
 #[derive(Debug)]
 pub struct Pool {
-    threads: rayon::ThreadPool,
+    queue: std::sync::mpsc::Sender<Job>,
+    size: usize,
 }
 
 impl Pool {
     /// A pool of `threads` threads (0: one per CPU).
     pub fn new(threads: usize) -> std::io::Result<Pool> {
-        let threads = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .stack_size(STACK_SIZE)
-            .thread_name(|i| format!("axle-xslt-{i}"))
-            .build()
-            .map_err(std::io::Error::other)?;
-        Ok(Pool { threads })
+        let size = if threads == 0 {
+            std::thread::available_parallelism().map_or(2, |n| n.get())
+        } else {
+            threads
+        };
+        let (queue, jobs) = std::sync::mpsc::channel::<Job>();
+        let jobs = std::sync::Arc::new(std::sync::Mutex::new(jobs));
+        for i in 0..size {
+            let jobs = std::sync::Arc::clone(&jobs);
+            std::thread::Builder::new()
+                .name(format!("axle-xslt-{i}"))
+                .stack_size(STACK_SIZE)
+                .spawn(move || {
+                    loop {
+                        // The lock is held only while waiting for the next
+                        // job, never while running one.
+                        let job = match jobs.lock() {
+                            Ok(rx) => rx.recv(),
+                            Err(_) => return,
+                        };
+                        match job {
+                            Ok(job) => job(),
+                            Err(_) => return, // the pool was dropped
+                        }
+                    }
+                })?;
+        }
+        Ok(Pool { queue, size })
     }
 
     /// Number of threads.
     pub fn size(&self) -> usize {
-        self.threads.current_num_threads()
+        self.size
     }
 
     /// Runs `job` on a pool thread and waits for it without blocking the
@@ -53,7 +83,7 @@ impl Pool {
         F: FnOnce() -> T + Send + 'static,
     {
         let (tx, rx) = tokio::sync::oneshot::channel();
-        self.threads.spawn(move || {
+        let job: Job = Box::new(move || {
             let result = std::panic::catch_unwind(AssertUnwindSafe(job)).map_err(|payload| {
                 let msg = payload
                     .downcast_ref::<&str>()
@@ -64,6 +94,7 @@ impl Pool {
             });
             let _ = tx.send(result);
         });
+        self.queue.send(job).map_err(|_| PoolError::Closed)?;
         rx.await.map_err(|_| PoolError::Closed)?
     }
 }
@@ -79,6 +110,26 @@ mod tests {
         let err = pool.run(|| -> u8 { panic!("boom") }).await.unwrap_err();
         assert_eq!(err, PoolError::Panicked("boom".into()));
         assert_eq!(pool.run(|| 1).await, Ok(1), "the pool survives a panic");
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn jobs_run_on_all_threads_at_once() {
+        // Two jobs that each wait for the other: only finishes if both run
+        // at the same time (the queue lock is not held while a job runs).
+        let pool = std::sync::Arc::new(Pool::new(2).unwrap());
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(2));
+        let jobs: Vec<_> = (0..2)
+            .map(|i| {
+                let (pool, barrier) = (pool.clone(), barrier.clone());
+                tokio::spawn(
+                    async move { pool.run(move || barrier.wait().is_leader() as u8 + i).await },
+                )
+            })
+            .collect();
+        for job in jobs {
+            let done = tokio::time::timeout(std::time::Duration::from_secs(10), job).await;
+            assert!(done.is_ok(), "jobs were serialized");
+        }
     }
 
     #[tokio::test]
