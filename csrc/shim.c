@@ -69,6 +69,9 @@ void shim_ctxt_limits(xsltTransformContextPtr c, int max_depth, int max_vars,
 
 int shim_ctxt_state(xsltTransformContextPtr c) { return (int)c->state; }
 
+/* Process XInclude in documents that document() loads (xsltproc --xinclude). */
+void shim_ctxt_xinclude(xsltTransformContextPtr c, int on) { c->xinclude = on; }
+
 /* The stylesheet's xsl:output settings, resolved across xsl:import precedence. */
 const xmlChar *shim_out_method(xsltStylesheetPtr s) { const xmlChar *v; XSLT_GET_IMPORT_PTR(v, s, method) return v; }
 const xmlChar *shim_out_media_type(xsltStylesheetPtr s) { const xmlChar *v; XSLT_GET_IMPORT_PTR(v, s, mediaType) return v; }
@@ -157,13 +160,20 @@ int shim_doc_is_faithful(xmlDocPtr d) {
     return 1;
 }
 
-/* A parser input over a copy of `len` bytes, for the external entity loader. */
-xmlParserInputPtr shim_input_from_memory(xmlParserCtxtPtr ctxt, const char *mem, int len, const char *url) {
+/*
+ * A parser input reading through I/O callbacks, for the external entity
+ * loader. (A memory buffer would do for the parser, but XInclude's
+ * parse="text" reads with xmlParserInputBufferRead, which only calls the
+ * read callback: on a memory buffer it sees nothing.) On failure the
+ * callbacks' close function is called on `ioctx`.
+ */
+xmlParserInputPtr shim_input_from_io(xmlParserCtxtPtr ctxt, xmlInputReadCallback ioread,
+                                     xmlInputCloseCallback ioclose, void *ioctx, const char *url) {
     xmlParserInputBufferPtr buf;
     xmlParserInputPtr input;
-    if (ctxt == NULL) return NULL;
-    buf = xmlParserInputBufferCreateMem(mem, len, XML_CHAR_ENCODING_NONE);
-    if (buf == NULL) return NULL;
+    if (ctxt == NULL) { ioclose(ioctx); return NULL; }
+    buf = xmlParserInputBufferCreateIO(ioread, ioclose, ioctx, XML_CHAR_ENCODING_NONE);
+    if (buf == NULL) { ioclose(ioctx); return NULL; }
     input = xmlNewIOInputStream(ctxt, buf, XML_CHAR_ENCODING_NONE);
     if (input == NULL) return NULL; /* xmlNewIOInputStream freed buf */
     if (url != NULL) {
@@ -208,6 +218,17 @@ xsltStylesheetPtr shim_embedded_stylesheet(xmlDocPtr doc, const char *id) {
     }
     copy = xmlDocCopyNode(subtree, fake, 1);
     if (copy == NULL) { xmlFreeDoc(fake); return NULL; }
+    /* Namespaces in scope from the ancestors, as xsltLoadStylesheetPI
+       re-declares them (it walks each ancestor's ns, not nsDef). */
+    {
+        xmlNodePtr anc = subtree;
+        while ((anc = anc->parent) != NULL && anc != (xmlNodePtr)doc) {
+            xmlNsPtr ns;
+            if (anc->type != XML_ELEMENT_NODE) continue;
+            for (ns = anc->ns; ns != NULL; ns = ns->next)
+                xmlNewNs(copy, ns->href, ns->prefix);
+        }
+    }
     fake->URL = xmlNodeGetBase(doc, subtree->parent);
     xmlAddChild((xmlNodePtr)fake, copy);
     ret = xsltParseStylesheetDoc(fake);

@@ -711,33 +711,21 @@ mod tests {
         let root = dir.path().canonicalize().unwrap();
         let resolver = resolver_for(&root);
         let config_path = root.join("numbering.xml");
-        let resource = |bytes: &'static [u8]| Resource {
-            path: &config_path,
-            fragment: None,
-            bytes,
-            resolver: &resolver,
-        };
+        let resource =
+            |bytes: &'static [u8]| Resource::new(&config_path, "/numbering.xml", bytes, &resolver);
         let bad = Numbered.compile(&resource(b"<numbers/>"));
         assert!(matches!(bad, Err(LanguageError::Failed(_))));
-        let embedded = Numbered.compile(&Resource {
-            fragment: Some("n"),
-            ..resource(b"<doc><numbering id='n'/></doc>")
-        });
+        let embedded =
+            Numbered.compile(&resource(b"<doc><numbering id='n'/></doc>").with_fragment("n"));
         assert!(matches!(embedded, Err(LanguageError::Failed(m)) if m.contains("#n")));
         let stage = Numbered
             .compile(&resource(b"<numbering separator=':'/>"))
             .unwrap();
 
-        let base_url = root.join("doc.xml").display().to_string();
+        let base_url = "/doc.xml".to_string();
         let limits = Limits::default();
         let run = |is_final: bool| {
-            let ctx = StageContext {
-                base_url: &base_url,
-                params: &[],
-                is_final,
-                limits: &limits,
-                resolver: &resolver,
-            };
+            let ctx = StageContext::new(&base_url, &[], is_final, &limits, &resolver);
             let input = StageData::Bytes(Bytes::from_static(
                 b"<d><section><section><title>t</title></section></section></d>",
             ));

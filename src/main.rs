@@ -11,7 +11,7 @@ use clap::{Parser, Subcommand};
 use axle::Registry;
 use axle::config::{CacheMode, DEFAULT_CACHE_SIZE, ServeConfig, parse_size};
 use axle::http::HttpError;
-use axle::pipeline::{Pipeline, RenderRequest};
+use axle::pipeline::Pipeline;
 use axle::provider::{Provider, ResourceKind};
 
 #[derive(Parser, Debug)]
@@ -198,8 +198,23 @@ async fn render(
             .collect();
         Ok(format!("/{}", parts.join("/")))
     };
-    let mut request = RenderRequest::with_params(params);
-    request.trace = trace;
+    // The site configuration applies as it would when serving.
+    let site = match axle::http::site_config_path(&root, None) {
+        Some(path) => {
+            axle::site::SiteConfig::load(&path, Registry::default()).map_err(|e| e.to_string())?
+        }
+        None => axle::site::SiteConfig::defaults(Registry::default()),
+    };
+    let location = site.location(&url_of(&file)?);
+    let chosen = axle::http::Chosen {
+        selection: axle::chain::Selection {
+            style: location.style.clone(),
+            media: location.media.clone(),
+        },
+        from_client: false,
+    };
+    let mut request = axle::http::render_request_for(&location, &chosen, &params);
+    request.trace = trace.or(request.trace);
     if !stylesheets.is_empty() {
         request.processor_order = axle::chain::ProcessorOrder::Instead;
     }

@@ -305,7 +305,11 @@ impl SiteConfig {
             key: "(file)".into(),
             message: e.to_string(),
         })?;
-        Self::parse(&text, path, registry)
+        let mut site = Self::parse(&text, path, registry)?;
+        // Canonical, so the server can recognise the file under any
+        // spelling of the root (and never serve it).
+        site.source = Some(path.canonicalize().unwrap_or_else(|_| path.to_path_buf()));
+        Ok(site)
     }
 
     /// Parses and validates configuration text (`file` names it in errors).
@@ -319,14 +323,21 @@ impl SiteConfig {
             };
         let format: FileFormat = toml::from_str(text).map_err(|e| {
             let message = e.message().to_string();
-            err(e.span(), "(syntax)".into(), message)
+            let key = e.span().map_or_else(
+                || "(syntax)".to_string(),
+                |span| key_at(text, span.start, &message),
+            );
+            err(e.span(), key, message)
         })?;
         let mut sections = Vec::new();
         // Where a string first appears in the file: the line for errors on
         // values whose position toml does not keep.
-        let find = |needle: &str| text.find(needle).map(|i| i..i + needle.len());
+        let find = |needle: &str, from: usize| {
+            let rest = text.get(from..)?;
+            rest.find(needle).map(|i| from + i..from + i + needle.len())
+        };
         for (prefix, section) in format.location {
-            let span = find(&format!("{prefix:?}")).unwrap_or(0..0);
+            let span = find(&format!("{prefix:?}"), 0).unwrap_or(0..0);
             let key = format!("location.{prefix:?}");
             if !prefix.starts_with('/') {
                 return Err(err(
@@ -494,6 +505,67 @@ fn prefix_matches(prefix: &str, path: &str) -> bool {
             .is_some_and(|rest| rest.starts_with('/'))
 }
 
+/// The span of `field = ...` inside a table's span (for errors on a value
+/// whose own position toml does not keep), else the table's span.
+fn field_span(
+    find: &Finder<'_>,
+    table: &std::ops::Range<usize>,
+    field: &str,
+) -> std::ops::Range<usize> {
+    find(&format!("{field} "), table.start)
+        .or_else(|| find(&format!("{field}="), table.start))
+        .filter(|found| found.start < table.end.max(table.start + 1))
+        .unwrap_or_else(|| table.clone())
+}
+
+/// Searches the configuration text for a string from an offset.
+type Finder<'a> = dyn Fn(&str, usize) -> Option<std::ops::Range<usize>> + 'a;
+
+/// The dotted key of the table around `offset` (from the last table header
+/// before it, with an index for arrays of tables), plus the field an
+/// "unknown field" message names: `location."/".processor[0].bogus`.
+fn key_at(text: &str, offset: usize, message: &str) -> String {
+    let before = text.get(..offset).unwrap_or(text);
+    let mut header: Option<(String, bool)> = None;
+    for line in before.lines() {
+        let t = line.trim();
+        if let Some(inner) = t.strip_prefix("[[").and_then(|r| r.split("]]").next()) {
+            header = Some((inner.trim().to_string(), true));
+        } else if let Some(inner) = t.strip_prefix('[').and_then(|r| r.split(']').next()) {
+            header = Some((inner.trim().to_string(), false));
+        }
+    }
+    let mut key = match header {
+        Some((name, true)) => {
+            let count = before
+                .lines()
+                .filter(|l| {
+                    l.trim()
+                        .strip_prefix("[[")
+                        .is_some_and(|r| r.split("]]").next().map(str::trim) == Some(name.as_str()))
+                })
+                .count();
+            format!("{name}[{}]", count.saturating_sub(1))
+        }
+        Some((name, false)) => name,
+        None => String::new(),
+    };
+    if let Some(field) = message
+        .strip_prefix("unknown field `")
+        .and_then(|r| r.split('`').next())
+    {
+        if !key.is_empty() {
+            key.push('.');
+        }
+        key.push_str(field);
+    }
+    if key.is_empty() {
+        "(syntax)".to_string()
+    } else {
+        key
+    }
+}
+
 fn line_of(text: &str, offset: usize) -> usize {
     text.get(..offset)
         .map_or(1, |t| t.matches('\n').count() + 1)
@@ -513,7 +585,7 @@ fn regex_of(
 fn validate(
     prefix: String,
     raw: Section,
-    find: &dyn Fn(&str) -> Option<std::ops::Range<usize>>,
+    find: &Finder<'_>,
     registry: &Registry,
     err: &ErrFn<'_>,
 ) -> Result<ValidSection, ConfigError> {
@@ -537,7 +609,12 @@ fn validate(
             ));
         }
         let uri = match &p.uri {
-            Some(u) => Some(regex_of(u, span.clone(), key("uri"), err)?),
+            Some(u) => Some(regex_of(
+                u,
+                field_span(find, &span, "uri"),
+                key("uri"),
+                err,
+            )?),
             None => None,
         };
         processors.push(Processor {
@@ -612,7 +689,7 @@ fn validate(
             for (mime, name) in map {
                 let lang = registry.by_name(name).ok_or_else(|| {
                     err(
-                        find(&format!("{mime:?}")),
+                        find(&format!("{mime:?}"), 0),
                         format!("types.{mime:?}"),
                         format!("no Language named '{name}' is registered"),
                     )

@@ -69,9 +69,11 @@ impl Resolver for RefuseAll {
     }
 }
 
-/// CPU and depth budgets for one transform.
+/// Budgets and settings for one transform.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
+    /// Process XInclude in documents loaded by `document()` too.
+    pub xinclude: bool,
     /// Nested sequence constructors before libxslt stops (`maxTemplateDepth`).
     pub max_depth: u32,
     /// Live template variables before libxslt stops (`maxTemplateVars`).
@@ -85,6 +87,7 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Limits {
+            xinclude: false,
             max_depth: 3000,
             max_vars: 15_000,
             max_ops: 100_000_000,
@@ -147,6 +150,9 @@ pub fn init() {
             sys::xmlInitParser();
             sys::xsltInit();
             sys::exsltRegisterAll();
+            // libxslt's own test extension (namespace
+            // http://xmlsoft.org/XSLT/), registered by xsltproc too.
+            sys::xsltRegisterTestModule();
             sys::shim_install_xslt_error();
             sys::xmlSetExternalEntityLoader(Some(entity_loader));
             // Defence in depth: libxml2's own file and HTTP input handlers
@@ -324,17 +330,20 @@ unsafe extern "C" fn entity_loader(
     };
     match resolver.load(&url) {
         Ok(loaded) => {
-            let (Ok(len), Ok(base)) = (
-                c_int::try_from(loaded.bytes.len()),
-                CString::new(loaded.url),
-            ) else {
-                note(&format!("cannot load {url}: too large or bad name\n"));
+            let Ok(base) = CString::new(loaded.url) else {
+                note(&format!("cannot load {url}: bad name\n"));
                 return ptr::null_mut();
             };
+            let cursor: *mut std::ffi::c_void = Box::into_raw(Box::new(IoCursor {
+                bytes: loaded.bytes,
+                pos: 0,
+            }))
+            .cast();
             // SAFETY: ctxt is the live parser context libxml2 passed us; the
-            // shim copies `len` bytes from the buffer and the URL string.
+            // cursor is a fresh Box that the input buffer now owns and frees
+            // through io_close (also on failure); the URL string is copied.
             unsafe {
-                sys::shim_input_from_memory(ctxt, loaded.bytes.as_ptr().cast(), len, base.as_ptr())
+                sys::shim_input_from_io(ctxt, Some(io_read), Some(io_close), cursor, base.as_ptr())
             }
         }
         Err(why) => {
@@ -745,6 +754,7 @@ impl Stylesheet {
                 sys::xsltSetCtxtSecurityPrefs(sec.cast(), ctxt);
             }
             sys::shim_set_transform_error(ctxt);
+            sys::shim_ctxt_xinclude(ctxt, c_int::from(limits.xinclude));
             sys::shim_ctxt_limits(
                 ctxt,
                 c_int::try_from(limits.max_depth).unwrap_or(c_int::MAX),

@@ -82,6 +82,7 @@ unsafe extern "C" {
 #[link(name = "xslt")]
 unsafe extern "C" {
     pub fn xsltInit();
+    pub fn xsltRegisterTestModule();
     pub fn xsltParseStylesheetDoc(doc: *mut xmlDoc) -> *mut xsltStylesheet;
     pub fn xsltFreeStylesheet(style: *mut xsltStylesheet);
     pub fn xsltNewTransformContext(
@@ -141,6 +142,7 @@ unsafe extern "C" {
         xpath_op_limit: c_ulong,
     );
     pub fn shim_ctxt_state(c: *mut xsltTransformContext) -> c_int;
+    pub fn shim_ctxt_xinclude(c: *mut xsltTransformContext, on: c_int);
     pub fn shim_out_method(s: *mut xsltStylesheet) -> *const c_char;
     pub fn shim_out_media_type(s: *mut xsltStylesheet) -> *const c_char;
     pub fn shim_out_encoding(s: *mut xsltStylesheet) -> *const c_char;
@@ -150,10 +152,13 @@ unsafe extern "C" {
     pub fn shim_doc_is_faithful(d: *mut xmlDoc) -> c_int;
     pub fn shim_style_errors(s: *mut xsltStylesheet) -> c_int;
     pub fn shim_embedded_stylesheet(doc: *mut xmlDoc, id: *const c_char) -> *mut xsltStylesheet;
-    pub fn shim_input_from_memory(
+    pub fn shim_input_from_io(
         ctxt: *mut xmlParserCtxt,
-        mem: *const c_char,
-        len: c_int,
+        read_fn: Option<
+            unsafe extern "C" fn(ctx: *mut c_void, buf: *mut c_char, len: c_int) -> c_int,
+        >,
+        close_fn: Option<unsafe extern "C" fn(ctx: *mut c_void) -> c_int>,
+        ioctx: *mut c_void,
         url: *const c_char,
     ) -> *mut xmlParserInput;
     pub fn shim_doc_children(d: *mut xmlDoc) -> *mut xmlNode;

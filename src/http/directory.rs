@@ -17,13 +17,18 @@ pub const FILELIST_NS: &str = "http://axkit.org/2002/filelist";
 /// type guessed from the name). AxKit also gave `atime` and `ctime`; they
 /// are left out because reading a file changes its `atime`, which would
 /// change the listing (and its cache key) on every request.
-pub fn listing(dir: &ConfinedPath) -> std::io::Result<Bytes> {
+pub fn listing(dir: &ConfinedPath, root: &std::path::Path) -> std::io::Result<Bytes> {
     let mut entries: Vec<(String, std::fs::Metadata)> = std::fs::read_dir(dir.as_path())?
         .filter_map(Result::ok)
         .filter_map(|e| {
             let name = e.file_name().to_string_lossy().into_owned();
-            // Follow symlinks for metadata, but list only what stays inside.
-            let meta = std::fs::metadata(e.path()).ok()?;
+            // Follow symlinks for metadata, but list only what stays inside
+            // the root: a link leading out is not shown at all.
+            let target = e.path().canonicalize().ok()?;
+            if !target.starts_with(root) {
+                return None;
+            }
+            let meta = std::fs::metadata(&target).ok()?;
             (!name.starts_with('.')).then_some((name, meta))
         })
         .collect();

@@ -27,7 +27,7 @@ use tower::ServiceExt;
 use crate::config::ServeConfig;
 use crate::language::Registry;
 use crate::pipeline::{Pipeline, PipelineError, RenderRequest, Rendered};
-use crate::provider::{Located, Provider, ProviderError, ResourceKind};
+use crate::provider::{Located, Provider, ProviderError, ResourceKind, normalize_request_path};
 use crate::site::{ConfigError, Location, OutputCharset, SiteConfig};
 
 /// The name of the cache-status header.
@@ -200,8 +200,12 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
     }
     let site = app.site();
     let provider = app.pipeline.provider();
-    let path = request.uri().path().to_string();
-    let location = site.location(&path);
+    // One spelling per path: settings keyed by URL prefix must not be
+    // sidestepped by `%6C`, `//` or `/./`.
+    let normal = normalize_request_path(request.uri().path())
+        .ok_or_else(|| HttpError::NotFound(request.uri().path().to_string()))?;
+    let path = normal.url.clone();
+    let location = site.location(&normal.decoded);
     let query: Vec<(String, String)> = pairs(request.uri().query().unwrap_or(""))?;
     let passthru = location.passthru
         && query
@@ -223,15 +227,16 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
         }
     }
 
-    if site.source().is_some() && path.ends_with(CONFIG_FILE) {
-        if let (Some(file), Ok(l)) = (site.source(), provider.locate(&path)) {
-            if l.path.as_path() == file {
-                return Err(HttpError::NotFound(path));
-            }
-        }
-    }
     let (located, url_style) = locate_document(provider, &path, &location)?;
+    if site
+        .source()
+        .is_some_and(|file| file == located.path.as_path())
+    {
+        // The configuration file is never served, whatever the spelling.
+        return Err(HttpError::NotFound(path));
+    }
     let located = match located.kind {
+        ResourceKind::File if normal.trailing_slash => return Err(HttpError::NotFound(path)),
         ResourceKind::File => located,
         ResourceKind::Directory if !path.ends_with('/') => {
             let query = request
@@ -245,7 +250,7 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
             if method == Method::POST {
                 return Err(HttpError::MethodNotAllowed);
             }
-            let listing = directory::listing(&located.path)
+            let listing = directory::listing(&located.path, provider.root())
                 .map_err(|e| HttpError::NotFound(e.to_string()))?;
             let chosen = choose::choose(&location, request.headers(), &query, None);
             let req = render_request(&location, &chosen, params(&location, &query, &[]));
@@ -366,6 +371,16 @@ fn locate_document(
         }
     }
     Err(not_found(err))
+}
+
+/// The render request for a document under `location` with a chosen
+/// style/media and request params (filtered by the location's policy).
+pub fn render_request_for(
+    location: &Location,
+    chosen: &Chosen,
+    params_in: &[(String, String)],
+) -> RenderRequest {
+    render_request(location, chosen, params(location, params_in, &[]))
 }
 
 fn render_request(

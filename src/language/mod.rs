@@ -53,11 +53,16 @@ pub trait Stage: Send + Sync {
     fn run(&self, input: StageData, ctx: &StageContext<'_>) -> Result<StageOutput, LanguageError>;
 }
 
-/// The resource a stage is compiled from.
+/// The resource a stage is compiled from. (`#[non_exhaustive]`: build one
+/// with [`Resource::new`] in tests, so new fields do not break plug-ins.)
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct Resource<'a> {
     /// Absolute path of the resource (under the root).
     pub path: &'a Path,
+    /// Its URL: the root-relative, percent-encoded path (`/s/a.xsl`), which
+    /// is also its base URI for what it imports.
+    pub url: &'a str,
     /// For `href="#id"`: the resource is the document itself and this is
     /// the ID of the element to compile.
     pub fragment: Option<&'a str>,
@@ -67,19 +72,45 @@ pub struct Resource<'a> {
     pub resolver: &'a Arc<RootResolver>,
 }
 
-impl Resource<'_> {
+impl<'a> Resource<'a> {
+    /// A resource at `path` (absolute, under the root) whose URL is `url`
+    /// (root-relative), with its bytes and a resolver for what it reads.
+    pub fn new(
+        path: &'a Path,
+        url: &'a str,
+        bytes: &'a [u8],
+        resolver: &'a Arc<RootResolver>,
+    ) -> Self {
+        Resource {
+            path,
+            url,
+            fragment: None,
+            bytes,
+            resolver,
+        }
+    }
+
+    /// The same resource, naming an embedded element by ID.
+    pub fn with_fragment(mut self, fragment: &'a str) -> Self {
+        self.fragment = Some(fragment);
+        self
+    }
+
     /// Reads another file under the root, relative to this resource's
     /// directory (or root-relative with a leading `/`), recording it as part
     /// of the stage's closure.
     pub fn read_related(&self, href: &str) -> Result<Vec<u8>, LanguageError> {
-        read_relative(self.resolver, self.path, href)
+        read_relative(self.resolver, self.url, href)
     }
 }
 
-/// What a running stage knows about its request.
+/// What a running stage knows about its request. (`#[non_exhaustive]`:
+/// build one with [`StageContext::new`] in tests.)
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct StageContext<'a> {
-    /// Base URL of the document (its absolute path): relative `document()`
+    /// Base URL of the document: its root-relative, percent-encoded path
+    /// (`/articles/a.xml`), never a filesystem path; relative `document()`
     /// and entity references resolve against it.
     pub base_url: &'a str,
     /// Stylesheet parameters (name, string value), sorted by name.
@@ -92,27 +123,39 @@ pub struct StageContext<'a> {
     pub resolver: &'a Arc<RootResolver>,
 }
 
-impl StageContext<'_> {
+impl<'a> StageContext<'a> {
+    /// A context for a stage of the document at `base_url`.
+    pub fn new(
+        base_url: &'a str,
+        params: &'a [(String, String)],
+        is_final: bool,
+        limits: &'a Limits,
+        resolver: &'a Arc<RootResolver>,
+    ) -> Self {
+        StageContext {
+            base_url,
+            params,
+            is_final,
+            limits,
+            resolver,
+        }
+    }
+
     /// Reads a file under the root relative to the document (or
     /// root-relative with a leading `/`), recording it as a dependency.
     pub fn read_related(&self, href: &str) -> Result<Vec<u8>, LanguageError> {
-        read_relative(self.resolver, Path::new(self.base_url), href)
+        read_relative(self.resolver, self.base_url, href)
     }
 }
 
 fn read_relative(
     resolver: &Arc<RootResolver>,
-    base: &Path,
+    base_url: &str,
     href: &str,
 ) -> Result<Vec<u8>, LanguageError> {
-    let root = resolver.root();
-    let base_rel = base
-        .strip_prefix(root)
-        .map(|p| format!("/{}", p.display()))
-        .unwrap_or_else(|_| "/".to_string());
-    let url = crate::chain::resolve_href(&base_rel, href)
+    let url = crate::chain::resolve_href(base_url, href)
         .ok_or_else(|| LanguageError::Failed(format!("{href} leaves the document root")))?;
-    let path = confine(root, &url).map_err(|e| LanguageError::Failed(e.to_string()))?;
+    let path = confine(resolver.root(), &url).map_err(|e| LanguageError::Failed(e.to_string()))?;
     resolver
         .read_recorded(&path)
         .map(|(bytes, _)| bytes)

@@ -103,7 +103,12 @@ impl Registry {
             .next()
             .unwrap_or(href)
             .to_ascii_lowercase();
-        if self.xml_types.contains(&mime) && (path.ends_with(".xsl") || path.ends_with(".xslt")) {
+        // An embedded stylesheet (`#id`) with a generic XML type is XSLT:
+        // XSLT 1.0 section 2.7's own example uses type="text/xml".
+        let embedded = href.starts_with('#');
+        if self.xml_types.contains(&mime)
+            && (embedded || path.ends_with(".xsl") || path.ends_with(".xslt"))
+        {
             return Some(Arc::clone(&self.xslt));
         }
         None

@@ -17,11 +17,11 @@ impl Language for Xslt {
     }
 
     fn compile(&self, resource: &Resource<'_>) -> Result<Arc<dyn Stage>, LanguageError> {
-        let url = resource.path.display().to_string();
+        let url = resource.url;
         let resolver = resource.resolver.clone();
         let style = match resource.fragment {
-            Some(id) => Stylesheet::compile_embedded(resource.bytes, &url, id, resolver)?,
-            None => Stylesheet::compile(resource.bytes, &url, resolver)?,
+            Some(id) => Stylesheet::compile_embedded(resource.bytes, url, id, resolver)?,
+            None => Stylesheet::compile(resource.bytes, url, resolver)?,
         };
         Ok(Arc::new(XsltStage {
             style: Arc::new(style),

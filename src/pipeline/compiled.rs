@@ -183,6 +183,7 @@ fn compile_once(
     })?;
     let resource = Resource {
         path: spec.resource.as_path(),
+        url: spec.resource.url(),
         fragment: spec.fragment.as_deref(),
         bytes: &bytes,
         resolver,

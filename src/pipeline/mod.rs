@@ -448,7 +448,7 @@ impl Pipeline {
         let job = ChainJob {
             stages: stages.into(),
             params: Arc::from(req.params.clone()),
-            base_url: Arc::from(located.path.as_path().display().to_string()),
+            base_url: Arc::from(located.path.url()),
             limits: self.limits,
             force_byte_handoff: self.force_byte_handoff,
             files: self.files.clone(),
@@ -461,7 +461,20 @@ impl Pipeline {
                 .map(|dir| (dir.clone(), trace_name(located.path.url()))),
             internal: Some(self.internal_documents()),
         };
-        let mode = if req.no_cache || req.trace.is_some() {
+        // AxKit's guard: a style the client asked for that selects nothing
+        // (no PI title, no style-limited processor) is rendered without
+        // touching the cache, so `?style=<random>` cannot fill it.
+        let idle_style = req.client_style
+            && req.selection.style.as_deref().is_some_and(|style| {
+                !chain::style_selects_something(&prolog, style)
+                    && !req.processors.iter().any(|p| {
+                        p.when
+                            .style
+                            .as_deref()
+                            .is_some_and(|s| s.eq_ignore_ascii_case(style))
+                    })
+            });
+        let mode = if req.no_cache || idle_style || req.trace.is_some() {
             CacheMode::Off
         } else {
             self.mode
@@ -627,6 +640,18 @@ thread_local! {
 struct NestGuard;
 
 impl NestGuard {
+    /// Marks the top-level document (only when nothing is being rendered on
+    /// this thread yet), so a loop back to it is caught at once.
+    fn enter_top(path: &str) -> Option<NestGuard> {
+        NESTING.with(|n| {
+            let mut stack = n.borrow_mut();
+            stack.is_empty().then(|| {
+                stack.push(path.to_string());
+                NestGuard
+            })
+        })
+    }
+
     fn enter(path: &str) -> Result<NestGuard, String> {
         NESTING.with(|n| {
             let mut stack = n.borrow_mut();
@@ -700,7 +725,7 @@ impl InternalDocuments for Nested {
         let job = ChainJob {
             stages: stages.into(),
             params: Arc::from(Vec::new()),
-            base_url: Arc::from(located.path.as_path().display().to_string()),
+            base_url: Arc::from(located.path.url()),
             limits: self.limits,
             force_byte_handoff: self.force_byte_handoff,
             files: self.files.clone(),
@@ -791,6 +816,7 @@ impl ChainJob {
     ) -> Result<(Entry, Option<XmlDoc>), PipelineError> {
         let stage = &self.stages[index];
         let is_final = index + 1 == self.stages.len();
+        let _top = NestGuard::enter_top(&self.base_url);
         let resolver = self.files.resolver_with(self.internal.clone());
         let input = if index == 0 && self.xinclude {
             let mut doc = input
@@ -802,11 +828,15 @@ impl ChainJob {
         } else {
             input
         };
+        let limits = Limits {
+            xinclude: self.xinclude,
+            ..self.limits
+        };
         let ctx = StageContext {
             base_url: &self.base_url,
             params: &self.params,
             is_final,
-            limits: &self.limits,
+            limits: &limits,
             resolver: &resolver,
         };
         self.stats.stage_runs.fetch_add(1, Ordering::Relaxed);
@@ -816,6 +846,9 @@ impl ChainJob {
             .stage
             .run(input, &ctx)
             .map_err(|error| self.stage_error(index, error))?;
+        if let Some(why) = resolver.take_internal_error() {
+            return Err(self.stage_error(index, LanguageError::Failed(why)));
+        }
         let wrap = |e: XmlError| self.stage_error(index, LanguageError::Xml(e));
         let (bytes, tree) = match output.data {
             StageData::Bytes(b) => (b, None),
@@ -935,11 +968,10 @@ fn is_source_error(e: &XmlError, base_url: &str) -> bool {
     matches!(e, XmlError::Parse { file: Some(f), .. } if f == base_url)
 }
 
-fn rel_of(files: &FileProvider, abs: &str) -> String {
-    std::path::Path::new(abs)
-        .strip_prefix(files.root())
-        .map(|p| format!("/{}", p.display()))
-        .unwrap_or_else(|_| abs.to_string())
+fn rel_of(_files: &FileProvider, url: &str) -> String {
+    percent_encoding::percent_decode_str(url)
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
 /// Reads a source's prolog: the fast scanner, else a full libxml2 parse.
@@ -948,7 +980,7 @@ fn scan_prolog(source: &Source) -> Result<Prolog, PipelineError> {
         Ok(p) => Ok(p),
         Err(why) => {
             tracing::debug!(document = source.path.rel(), %why, "prolog scanner fell back to libxml2");
-            let url = source.path.as_path().display().to_string();
+            let url = source.path.url().to_string();
             let raw = ffi::prolog_via_libxml(&source.bytes, &url).map_err(|error| {
                 PipelineError::Source {
                     document: source.path.rel().to_string(),

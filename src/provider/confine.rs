@@ -54,6 +54,54 @@ impl ConfinedPath {
     }
 }
 
+/// A request path in one canonical spelling: percent-decoded, with empty
+/// and `.` segments removed, and re-encoded. Two spellings of one path
+/// (`/a/%62.xml`, `//a/./b.xml`) give the same value, so settings keyed by
+/// URL prefix cannot be sidestepped by spelling.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestPath {
+    /// Decoded (`/a b/c.xml`), for matching configured prefixes.
+    pub decoded: String,
+    /// Encoded (`/a%20b/c.xml`), for locating and for URLs.
+    pub url: String,
+    /// Did the request end in `/`?
+    pub trailing_slash: bool,
+}
+
+/// Normalizes a raw request path; `None` for paths that are never valid
+/// (not UTF-8 once decoded, NUL, backslash, or a `..` segment).
+pub fn normalize_request_path(raw: &str) -> Option<RequestPath> {
+    let decoded = percent_encoding::percent_decode_str(raw)
+        .decode_utf8()
+        .ok()?;
+    if decoded.contains('\0') || decoded.contains('\\') {
+        return None;
+    }
+    let mut segments = Vec::new();
+    for seg in decoded.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => return None,
+            s => segments.push(s),
+        }
+    }
+    let trailing_slash = decoded.ends_with('/') || decoded.ends_with("/.");
+    let tail = if trailing_slash && !segments.is_empty() {
+        "/"
+    } else {
+        ""
+    };
+    let url: Vec<String> = segments
+        .iter()
+        .map(|s| percent_encoding::utf8_percent_encode(s, SEGMENT).to_string())
+        .collect();
+    Some(RequestPath {
+        decoded: format!("/{}{tail}", segments.join("/")),
+        url: format!("/{}{tail}", url.join("/")),
+        trailing_slash,
+    })
+}
+
 /// Confines a percent-encoded URL path (`/a/b.xml`) to `root` (canonical).
 ///
 /// Refused: NUL bytes (raw or encoded), `..` components (raw or encoded),
@@ -66,11 +114,17 @@ pub fn confine(root: &Path, url_path: &str) -> Result<ConfinedPath, ProviderErro
     confine_decoded(root, &decoded, url_path)
 }
 
-/// Confines a URL that libxml2 built for a load (an absolute path or a
-/// `file:` URL, possibly percent-encoded) to `root`.
+/// Confines a URL that libxml2 built for a load to `root`.
+///
+/// Documents and stylesheets are given root-relative base URLs
+/// (`/articles/a.xml`), so the URLs libxml2 builds are root-relative paths
+/// too (percent-encoded, possibly as `file:///...`): they are resolved
+/// under the root, never against the filesystem's `/`. An absolute
+/// filesystem path that lies under the root is also accepted. Other
+/// schemes and relative URLs are refused.
 pub fn confine_url(root: &Path, url: &str) -> Result<ConfinedPath, ProviderError> {
     let path = if let Some(rest) = url.strip_prefix("file://") {
-        // file:///abs/path or file://localhost/abs/path
+        // file:///path or file://localhost/path
         rest.strip_prefix("localhost").unwrap_or(rest)
     } else if url.contains("://") || url.starts_with("file:") {
         return Err(ProviderError::Outside(format!(
@@ -79,24 +133,15 @@ pub fn confine_url(root: &Path, url: &str) -> Result<ConfinedPath, ProviderError
     } else {
         url
     };
+    if !path.starts_with('/') {
+        return Err(ProviderError::Outside(url.to_string()));
+    }
     let decoded = percent_encoding::percent_decode_str(path)
         .decode_utf8()
         .map_err(|_| ProviderError::NotFound(url.to_string()))?;
-    let abs = Path::new(decoded.as_ref());
-    let rel = match abs.strip_prefix(root) {
-        Ok(rel) => format!("/{}", rel.display()),
-        Err(_) if abs.is_absolute() => {
-            // Outside the canonical root as written; it may still be a
-            // symlinked spelling of a path inside, so canonicalize first.
-            let canon = abs
-                .canonicalize()
-                .map_err(|_| ProviderError::Outside(url.to_string()))?;
-            match canon.strip_prefix(root) {
-                Ok(rel) => format!("/{}", rel.display()),
-                Err(_) => return Err(ProviderError::Outside(url.to_string())),
-            }
-        }
-        Err(_) => return Err(ProviderError::Outside(url.to_string())),
+    let rel = match Path::new(decoded.as_ref()).strip_prefix(root) {
+        Ok(inside) => format!("/{}", inside.display()),
+        Err(_) => decoded.into_owned(),
     };
     confine_decoded(root, &rel, url)
 }
@@ -171,6 +216,33 @@ mod tests {
     }
 
     #[test]
+    fn request_paths_have_one_spelling() {
+        let n = |p: &str| normalize_request_path(p).map(|r| (r.decoded, r.url));
+        let want = Some((
+            "/larry/moe/x.xml".to_string(),
+            "/larry/moe/x.xml".to_string(),
+        ));
+        for spelling in [
+            "/larry/moe/x.xml",
+            "//larry/./moe//x.xml",
+            "/%6Carry/mo%65/x.xml",
+            "/larry%2Fmoe/x.xml",
+        ] {
+            assert_eq!(n(spelling), want, "{spelling}");
+        }
+        assert_eq!(
+            n("/a%20b/"),
+            Some(("/a b/".to_string(), "/a%20b/".to_string()))
+        );
+        assert_eq!(n("/"), Some(("/".to_string(), "/".to_string())));
+        assert_eq!(n("//"), Some(("/".to_string(), "/".to_string())));
+        assert!(normalize_request_path("/a/./").unwrap().trailing_slash);
+        for bad in ["/../x", "/a/%2e%2e/x", "/a%00", "/a%5cb", "/%ff"] {
+            assert_eq!(n(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
     fn url_round_trips_names_with_percent_and_spaces() {
         let (_d, root) = site();
         std::fs::write(root.join("100% a#b.xml"), "<a/>").unwrap();
@@ -224,9 +296,20 @@ mod tests {
                 .rel(),
             "/sub/a.xml"
         );
+        assert_eq!(
+            confine_url(&root, "/sub/a.xml").unwrap().rel(),
+            "/sub/a.xml",
+            "root-relative"
+        );
+        assert_eq!(
+            confine_url(&root, "file:///sub/%61.xml").unwrap().rel(),
+            "/sub/a.xml"
+        );
         for bad in [
             "/etc/passwd".to_string(),
             "file:///etc/passwd".to_string(),
+            "sub/a.xml".to_string(),
+            "/../secret.txt".to_string(),
             "http://127.0.0.1/x.xml".to_string(),
             dir.path().join("secret.txt").display().to_string(),
             format!("{}/../secret.txt", root.display()),

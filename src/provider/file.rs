@@ -57,6 +57,7 @@ impl FileProvider {
             fingerprints: self.fingerprints.clone(),
             deps: Mutex::new(Vec::new()),
             internal,
+            internal_error: Mutex::new(None),
         })
     }
 }
@@ -114,6 +115,7 @@ pub struct RootResolver {
     fingerprints: Fingerprints,
     deps: Mutex<Vec<Dep>>,
     internal: Option<Arc<dyn InternalDocuments>>,
+    internal_error: Mutex<Option<String>>,
 }
 
 impl std::fmt::Debug for RootResolver {
@@ -142,6 +144,11 @@ impl RootResolver {
         let mut seen = std::collections::HashSet::new();
         deps.retain(|d| seen.insert(d.path.clone()));
         deps
+    }
+
+    /// The first `axle:` document that failed during this stage, if any.
+    pub fn take_internal_error(&self) -> Option<String> {
+        self.internal_error.lock().ok().and_then(|mut e| e.take())
     }
 
     /// Records a dependency read elsewhere (e.g. a nested render's
@@ -187,11 +194,20 @@ impl Resolver for RootResolver {
             let Some(internal) = &self.internal else {
                 return Err(format!("{url}: axle: URIs are not available here"));
             };
-            let bytes = internal.render(path, self)?;
-            return Ok(Loaded {
-                url: url.to_string(),
-                bytes,
-            });
+            return match internal.render(path, self) {
+                Ok(bytes) => Ok(Loaded {
+                    url: url.to_string(),
+                    bytes,
+                }),
+                Err(why) => {
+                    // libxslt's document() would turn this into an empty
+                    // node-set; the stage reports it instead.
+                    if let Ok(mut first) = self.internal_error.lock() {
+                        first.get_or_insert_with(|| why.clone());
+                    }
+                    Err(why)
+                }
+            };
         }
         let path = confine_url(&self.root, url).map_err(|e| match e {
             ProviderError::Outside(_) => {
@@ -202,7 +218,7 @@ impl Resolver for RootResolver {
         })?;
         let (bytes, _) = self.read_recorded(&path).map_err(|e| e.to_string())?;
         Ok(Loaded {
-            url: path.as_path().display().to_string(),
+            url: path.url().to_string(),
             bytes,
         })
     }

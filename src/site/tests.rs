@@ -94,12 +94,13 @@ fn the_hash_changes_with_anything_that_changes_output() {
 fn errors_name_the_key_and_line() {
     let err = parse("[location.\"/\"]\nstyle = \"a\"\nstyel = \"b\"\n").unwrap_err();
     assert_eq!(err.line, Some(3), "{err}");
+    assert_eq!(err.key, "location.\"/\".styel", "{err}");
     assert!(err.message.contains("unknown field `styel`"), "{err}");
 
     let err = parse("[location.\"/\"]\n\n[[location.\"/\".processor]]\ntype = \"text/xsl\"\nhref = \"/a.xsl\"\nuri = \"((\"\n")
         .unwrap_err();
     assert_eq!(err.key, "location.\"/\".processor[0].uri");
-    assert_eq!(err.line, Some(3), "{err}");
+    assert_eq!(err.line, Some(6), "the line of the uri key: {err}");
 
     let err = parse(
         "[location.\"/\"]\n[[location.\"/\".processor]]\ntype = \"text/x-nope\"\nhref = \"/a\"\n",
