@@ -4,7 +4,7 @@
 
   Input: the page vocabulary, produced by page.xsl, article.xsl or listing.xsl:
 
-    page @nav (home|articles|trivial|custom|formats) @lang
+    page @nav (home|articles|trivial|custom|formats|styles|nested) @lang
       title, subtitle?, byline? (author?, date?), lead?, toc?,
       then blocks and section* (section @id; title @number?; blocks; section*)
     blocks: para @class?, list @type=ordered|bullet (item*), pre, note, quote @source
@@ -114,6 +114,16 @@
               <xsl:with-param name="key" select="'formats'"/>
               <xsl:with-param name="href" select="'/formats/'"/>
               <xsl:with-param name="label" select="'Output formats'"/>
+            </xsl:call-template>
+            <xsl:call-template name="nav-item">
+              <xsl:with-param name="key" select="'styles'"/>
+              <xsl:with-param name="href" select="'/styles/'"/>
+              <xsl:with-param name="label" select="'Alternate styles'"/>
+            </xsl:call-template>
+            <xsl:call-template name="nav-item">
+              <xsl:with-param name="key" select="'nested'"/>
+              <xsl:with-param name="href" select="'/nested/'"/>
+              <xsl:with-param name="label" select="'Nested locations'"/>
             </xsl:call-template>
           </ul>
         </nav>

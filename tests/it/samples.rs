@@ -6,8 +6,15 @@ use crate::support::{MODES, TestServer};
 use axle::CacheMode;
 use std::path::Path;
 
-const PAGES: [&str; 10] = [
+const PAGES: [&str; 17] = [
     "/",
+    "/styles/",
+    "/styles/?style=print",
+    "/styles/index.xml/print",
+    "/nested/",
+    "/nested/inner/innermost/",
+    "/nested/reset/",
+    "/nested/inner/lang.xml?lang=fr",
     "/articles/",
     "/articles/xml-pipelines.xml",
     "/articles/layout-by-import.xml",
