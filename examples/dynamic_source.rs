@@ -1,0 +1,251 @@
+//! A dynamic source in front of a cached chain: the case incremental
+//! caching exists for.
+//!
+//! `GET /dynamic/article.xml` generates its source on every request: the
+//! bundled article with a `<volatile n="…"/>` element carrying a request
+//! counter, and a first stage (`/stylesheets/dynamic/strip-volatile.xsl`)
+//! that drops it before the article's content → layout chain. Every source
+//! is new, so all-or-nothing caching recomputes the whole chain each time;
+//! incremental caching recomputes only stage 1, finds its output unchanged,
+//! and reuses stages 2 and 3 (`X-Axle-Cache: partial 2/3`). Everything else
+//! is served by the normal Axle router. Until dynamic Providers land, this
+//! is the "test Provider" of the performance benchmark's `dynamic`
+//! scenario.
+//!
+//! Usage: `cargo run --release --example dynamic_source -- [--root DIR]
+//! [--listen ADDR] [--cache off|all|incremental]`; it prints the address
+//! like `axle serve` does.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use axum::extract::State;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+
+use axle::http::{App, CACHE_HEADER, HttpError};
+use axle::pipeline::RenderRequest;
+use axle::provider::Provider;
+use axle::{CacheMode, Registry, ServeConfig};
+
+/// The document whose text the dynamic source carries.
+const ARTICLE: &str = "/articles/xml-pipelines.xml";
+/// The first stage, which drops the volatile part.
+const STRIP: &str = "/stylesheets/dynamic/strip-volatile.xsl";
+/// Where the dynamic document is served.
+pub const DYNAMIC_PATH: &str = "/dynamic/article.xml";
+
+/// Shared state: the Axle app and the request counter.
+struct Dynamic {
+    app: Arc<App>,
+    counter: AtomicU64,
+}
+
+/// The source for request `n`: the article with a first PI for the strip
+/// stage and a `<volatile>` element after the root start tag.
+fn source(article: &str, n: u64) -> Result<String, String> {
+    let root = article
+        .find("<article")
+        .ok_or("no <article> in the article")?;
+    let root_end = article[root..].find('>').ok_or("unterminated <article>")? + root + 1;
+    Ok(format!(
+        "{}<?xml-stylesheet href=\"{STRIP}\" type=\"text/xsl\"?>\n{}<volatile n=\"{n}\"/>{}",
+        &article[..article.find("<?xml-stylesheet").unwrap_or(0)],
+        &article[article.find("<?xml-stylesheet").unwrap_or(0)..root_end],
+        &article[root_end..],
+    ))
+}
+
+async fn dynamic(State(state): State<Arc<Dynamic>>) -> Response {
+    let pipeline = state.app.pipeline();
+    let provider = pipeline.provider();
+    let located = match provider.locate(ARTICLE) {
+        Ok(l) => l,
+        Err(e) => return HttpError::NotFound(e.to_string()).into_response(),
+    };
+    let text = match provider.read(&located) {
+        Ok(s) => String::from_utf8_lossy(&s.bytes).into_owned(),
+        Err(e) => return HttpError::NotFound(e.to_string()).into_response(),
+    };
+    let n = state.counter.fetch_add(1, Ordering::Relaxed);
+    let bytes = match source(&text, n) {
+        Ok(s) => Bytes::from(s),
+        Err(e) => {
+            return HttpError::Render {
+                title: "Internal error",
+                detail: e,
+            }
+            .into_response();
+        }
+    };
+    match pipeline
+        .render_generated(&located.path, bytes, &RenderRequest::default())
+        .await
+    {
+        Ok(r) => {
+            let mut response = (StatusCode::OK, r.body).into_response();
+            let headers = response.headers_mut();
+            if let Ok(v) = HeaderValue::from_str(&r.content_type) {
+                headers.insert(header::CONTENT_TYPE, v);
+            }
+            if let Ok(v) = HeaderValue::from_str(&r.cache.header_value()) {
+                headers.insert(CACHE_HEADER, v);
+            }
+            response
+        }
+        Err(e) => HttpError::from_pipeline(e, provider.root()).into_response(),
+    }
+}
+
+/// The router: the dynamic document plus everything Axle serves.
+fn router(app: Arc<App>) -> axum::Router {
+    let state = Arc::new(Dynamic {
+        app: Arc::clone(&app),
+        counter: AtomicU64::new(0),
+    });
+    axum::Router::new()
+        .route(DYNAMIC_PATH, axum::routing::get(dynamic))
+        .with_state(state)
+        .merge(axle::http::router(app))
+}
+
+fn main() -> ExitCode {
+    let mut root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("samples");
+    let mut listen: SocketAddr = SocketAddr::from(([127, 0, 0, 1], 8080));
+    let mut cache = CacheMode::Incremental;
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let value = args.next();
+        match (arg.as_str(), value) {
+            ("--root", Some(v)) => root = PathBuf::from(v),
+            ("--listen", Some(v)) => match v.parse() {
+                Ok(a) => listen = a,
+                Err(e) => {
+                    eprintln!("dynamic_source: --listen {v}: {e}");
+                    return ExitCode::from(2);
+                }
+            },
+            ("--cache", Some(v)) => {
+                cache = match v.as_str() {
+                    "off" => CacheMode::Off,
+                    "all" => CacheMode::All,
+                    "incremental" => CacheMode::Incremental,
+                    other => {
+                        eprintln!("dynamic_source: unknown cache mode {other}");
+                        return ExitCode::from(2);
+                    }
+                }
+            }
+            (other, _) => {
+                eprintln!(
+                    "usage: dynamic_source [--root DIR] [--listen ADDR] [--cache MODE] ({other}?)"
+                );
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("dynamic_source: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result: std::io::Result<()> = runtime.block_on(async {
+        let mut config = ServeConfig::new(&root);
+        config.cache_mode = cache;
+        let app = App::new(&config, Registry::default())?;
+        let listener = tokio::net::TcpListener::bind(listen).await?;
+        println!(
+            "axle: serving {} on http://{}/ (cache: {cache})",
+            root.display(),
+            listener.local_addr()?
+        );
+        axum::serve(listener, router(app)).await
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("dynamic_source: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn get(router: &axum::Router) -> (String, Vec<u8>) {
+        use tower::ServiceExt;
+        let request = axum::http::Request::get(DYNAMIC_PATH)
+            .body(axum::body::Body::empty())
+            .unwrap();
+        let response = router.clone().oneshot(request).await.unwrap();
+        assert_eq!(response.status(), 200);
+        let cache = response.headers()[CACHE_HEADER]
+            .to_str()
+            .unwrap()
+            .to_string();
+        let body = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        (cache, body.to_vec())
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn incremental_reuses_the_chain_after_a_volatile_first_stage() {
+        let samples = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("samples");
+        let mut bodies = Vec::new();
+        for (mode, want) in [
+            (CacheMode::Off, ["miss", "miss", "miss"]),
+            (CacheMode::All, ["miss", "miss", "miss"]),
+            (
+                CacheMode::Incremental,
+                ["miss", "partial 2/3", "partial 2/3"],
+            ),
+        ] {
+            let mut config = ServeConfig::new(&samples);
+            config.cache_mode = mode;
+            let app = App::new(&config, Registry::default()).unwrap();
+            let router = router(Arc::clone(&app));
+            let mut seen = Vec::new();
+            for _ in 0..3 {
+                let (cache, body) = get(&router).await;
+                seen.push(cache);
+                bodies.push(body);
+            }
+            assert_eq!(seen, want, "{mode}");
+            let runs = app.pipeline().stats().stage_runs.load(Ordering::SeqCst);
+            let expected_runs = if mode == CacheMode::Incremental {
+                3 + 1 + 1
+            } else {
+                9
+            };
+            assert_eq!(runs, expected_runs, "{mode}: stage runs");
+        }
+        assert!(
+            bodies.windows(2).all(|w| w[0] == w[1]),
+            "every mode and request gives the same page"
+        );
+        assert!(
+            String::from_utf8_lossy(&bodies[0])
+                .contains("A short history of XML publishing pipelines")
+        );
+    }
+
+    #[test]
+    fn the_source_keeps_the_article_and_adds_a_first_stage() {
+        let s = source("<?xml version=\"1.0\"?>\n<?xml-stylesheet href=\"/a.xsl\" type=\"text/xsl\"?>\n<article lang=\"en\"><t/></article>", 7).unwrap();
+        assert_eq!(
+            s,
+            format!(
+                "<?xml version=\"1.0\"?>\n<?xml-stylesheet href=\"{STRIP}\" type=\"text/xsl\"?>\n<?xml-stylesheet href=\"/a.xsl\" type=\"text/xsl\"?>\n<article lang=\"en\"><volatile n=\"7\"/><t/></article>"
+            )
+        );
+    }
+}
