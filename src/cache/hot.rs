@@ -39,12 +39,30 @@ impl<T> std::fmt::Debug for HotMemo<T> {
     }
 }
 
-impl<T: Clone + Send + Sync + 'static> HotMemo<T> {
-    /// A memo of at most `capacity` responses.
-    pub fn new(capacity: u64) -> Self {
-        HotMemo {
-            cache: moka::sync::Cache::new(capacity),
-        }
+/// What a memoized value costs in memory.
+pub trait Weight {
+    /// Approximate bytes held.
+    fn weight(&self) -> usize;
+}
+
+impl Weight for u32 {
+    fn weight(&self) -> usize {
+        4
+    }
+}
+
+impl<T: Clone + Weight + Send + Sync + 'static> HotMemo<T> {
+    /// A memo holding at most `budget` bytes (values weighed by
+    /// [`Weight`], plus their checks).
+    pub fn new(budget: u64) -> Self {
+        let cache = moka::sync::Cache::builder()
+            .max_capacity(budget)
+            .weigher(|_k: &Key, v: &Arc<HotEntry<T>>| {
+                let checks: usize = v.checks.iter().map(|(p, _)| p.as_os_str().len() + 64).sum();
+                u32::try_from(v.value.weight() + checks + 96).unwrap_or(u32::MAX)
+            })
+            .build();
+        HotMemo { cache }
     }
 
     /// The response under `key` if every file still has its stamp.
@@ -83,7 +101,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let a = dir.path().join("a");
         std::fs::write(&a, "1").unwrap();
-        let memo = HotMemo::new(10);
+        let memo = HotMemo::new(10_000);
         let key = KeyBuilder::new("t").finish();
         memo.put(key, 7u32, vec![(a.clone(), Stamp::current(&a).unwrap())]);
         assert_eq!(memo.get(&key), Some(7));

@@ -11,7 +11,7 @@ mod key;
 mod store;
 
 pub use fingerprint::{Fingerprints, Stamp};
-pub use hot::{HotEntry, HotMemo};
+pub use hot::{HotEntry, HotMemo, Weight};
 pub use key::{ContentHash, KEY_CONTEXT, Key, KeyBuilder};
 pub use store::{Entry, Store};
 

@@ -217,7 +217,11 @@ impl Pipeline {
     /// A pipeline over `config.root` with the given Languages.
     pub fn new(config: &ServeConfig, registry: Registry) -> std::io::Result<Pipeline> {
         ffi::init();
-        let fingerprints = Fingerprints::default();
+        // One memory budget (--cache-size) for everything that grows with
+        // the site: 5/8 for the output store, 1/4 for the hot-response memo
+        // (whose bodies may outlive store entries), 1/8 for source bytes.
+        // The per-file memos are bounded in entries.
+        let fingerprints = Fingerprints::new(50_000);
         let files = FileProvider::new(&config.root, fingerprints.clone())?;
         let source_budget = (config.cache_size / 8).max(1 << 20);
         Ok(Pipeline {
@@ -226,9 +230,12 @@ impl Pipeline {
             registry,
             compiled: Arc::new(Compiled::new(4096, fingerprints.clone())),
             runtime: tokio::runtime::Handle::try_current().ok(),
-            store: Store::new(config.cache_size, fingerprints),
-            prologs: moka::sync::Cache::new(100_000),
-            hot: HotMemo::new(100_000),
+            store: Store::new(
+                config.cache_size - config.cache_size / 4 - config.cache_size / 8,
+                fingerprints,
+            ),
+            prologs: moka::sync::Cache::new(20_000),
+            hot: HotMemo::new(config.cache_size / 4),
             pool: Arc::new(Pool::new(config.workers)?),
             mode: config.cache_mode,
             limits: config.limits,
@@ -753,6 +760,12 @@ fn rendered(entry: &Entry, cache: CacheStatus) -> Rendered {
             .clone()
             .unwrap_or_else(|| Arc::from(DEFAULT_TYPE)),
         cache,
+    }
+}
+
+impl crate::cache::Weight for Rendered {
+    fn weight(&self) -> usize {
+        self.body.len() + self.content_type.len()
     }
 }
 
