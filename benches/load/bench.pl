@@ -1,0 +1,470 @@
+#!/usr/bin/env perl
+# Helpers for benches/load/run.sh (Perl with core modules only, since Perl
+# is needed anyway for the mod_perl and Starlet peers).
+#
+#   bench.pl free-port                      a free TCP port on 127.0.0.1
+#   bench.pl snapshot CPU_S CPU_C PID...    CPU counters: busy/steal/total
+#                                           ticks of CPUs CPU_S and CPU_C,
+#                                           and the CPU ticks used so far by
+#                                           the process trees of PID...
+#   bench.pl client OUT CMD...              run CMD with stdout to OUT, print
+#                                           "EXIT_STATUS CPU_SECONDS"
+#   bench.pl rewrite TEMPLATE TARGET SECONDS COUNTFILE
+#                                           every SECONDS, write TEMPLATE with
+#                                           @REV@ replaced by a counter to a
+#                                           temporary file and rename it over
+#                                           TARGET; on SIGTERM write the count
+#                                           to COUNTFILE and exit
+#   bench.pl add RESULTS key=value... [key:=JSON...] [wrk=FILE]
+#                                           append one JSON object (a line) to
+#                                           RESULTS; wrk=FILE merges the
+#                                           BENCHJSON line of a wrk output
+#   bench.pl hyperfine RESULTS FILE key=value...
+#                                           append a row made from a
+#                                           hyperfine --export-json FILE
+#   bench.pl report RESULTS OUT_JSON OUT_MD print the markdown report and
+#                                           write the JSON file
+use strict;
+use warnings;
+use JSON::PP ();
+use POSIX ();
+use Time::HiRes ();
+
+my $JSON = JSON::PP->new->canonical(1);
+
+my %commands = (
+    'free-port' => \&free_port,
+    snapshot    => \&snapshot,
+    client      => \&client,
+    rewrite     => \&rewrite,
+    add         => \&add,
+    hyperfine   => \&hyperfine,
+    report      => \&report,
+);
+my $cmd = shift @ARGV // '';
+my $fn = $commands{$cmd} or die "bench.pl: unknown command '$cmd'\n";
+$fn->(@ARGV);
+exit 0;
+
+# ---------------------------------------------------------------------------
+
+sub free_port {
+    require IO::Socket::INET;
+    my $s = IO::Socket::INET->new(
+        LocalAddr => '127.0.0.1', LocalPort => 0, Proto => 'tcp', Listen => 1,
+    ) or die "bench.pl: cannot bind: $!\n";
+    print $s->sockport, "\n";
+}
+
+sub read_file {
+    my ($path) = @_;
+    open my $fh, '<', $path or return undef;
+    local $/;
+    my $s = <$fh>;
+    close $fh;
+    return $s;
+}
+
+sub cpu_counters {
+    my ($cpu) = @_;
+    my $stat = read_file('/proc/stat') // die "no /proc/stat\n";
+    my ($line) = $stat =~ /^cpu$cpu (.*)$/m or die "bench.pl: no cpu$cpu in /proc/stat\n";
+    my ($user, $nice, $system, $idle, $iowait, $irq, $softirq, $steal) = split ' ', $line;
+    $steal //= 0;
+    my $busy = $user + $nice + $system;
+    my $total = $user + $nice + $system + $idle + $iowait + $irq + $softirq + $steal;
+    return ($busy, $steal, $total);
+}
+
+sub tree_ticks {
+    my @roots = @_;
+    my (%parent, %ticks);
+    opendir my $dh, '/proc' or die "no /proc\n";
+    for my $pid (grep { /^\d+$/ } readdir $dh) {
+        my $s = read_file("/proc/$pid/stat") // next;
+        my $rest = substr $s, rindex($s, ')') + 2;
+        my @f = split ' ', $rest;    # $f[0] is field 3 (state)
+        $parent{$pid} = $f[1];
+        $ticks{$pid} = $f[11] + $f[12] + $f[13] + $f[14];    # utime stime cutime cstime
+    }
+    closedir $dh;
+    my %children;
+    push @{ $children{ $parent{$_} } }, $_ for keys %parent;
+    my ($sum, @todo, %seen) = (0, grep { exists $ticks{$_} } @roots);
+    while (defined(my $p = shift @todo)) {
+        next if $seen{$p}++;
+        $sum += $ticks{$p};
+        push @todo, @{ $children{$p} || [] };
+    }
+    return $sum;
+}
+
+sub snapshot {
+    my ($cpu_s, $cpu_c, @pids) = @_;
+    print join(' ', cpu_counters($cpu_s), cpu_counters($cpu_c), tree_ticks(@pids),
+        sprintf('%.6f', Time::HiRes::time())), "\n";
+}
+
+sub client {
+    my ($out, @cmd) = @_;
+    my $pid = fork // die "fork: $!\n";
+    if ($pid == 0) {
+        open STDOUT, '>', $out or die "$out: $!\n";
+        exec @cmd or die "exec $cmd[0]: $!\n";
+    }
+    waitpid $pid, 0;
+    my $status = $? >> 8;
+    my (undef, undef, $cu, $cs) = times;
+    printf "%d %.2f\n", $status, $cu + $cs;
+}
+
+sub rewrite {
+    my ($template, $target, $interval, $countfile) = @_;
+    my $text = read_file($template) // die "$template: $!\n";
+    my $n = 0;
+    my $stop = 0;
+    $SIG{TERM} = $SIG{INT} = sub { $stop = 1 };
+    my $tmp = "$target.tmp.$$";
+    my $next = Time::HiRes::time();
+    while (!$stop) {
+        $n++;
+        (my $body = $text) =~ s/\@REV\@/$n/g;
+        open my $fh, '>', $tmp or die "$tmp: $!\n";
+        print $fh $body;
+        close $fh or die "$tmp: $!\n";
+        rename $tmp, $target or die "rename $tmp: $!\n";
+        $next += $interval;
+        my $wait = $next - Time::HiRes::time();
+        Time::HiRes::sleep($wait) if $wait > 0 && !$stop;
+    }
+    if (open my $fh, '>', $countfile) {
+        print $fh "$n\n";
+        close $fh;
+    }
+}
+
+sub typed {
+    my ($v) = @_;
+    return $v =~ /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?$/ ? $v + 0 : $v;
+}
+
+sub parse_pairs {
+    my ($rec, @pairs) = @_;
+    for my $kv (@pairs) {
+        if ($kv =~ /^([\w.-]+):=(.*)$/s) {
+            $rec->{$1} = $JSON->decode($2);
+        } elsif ($kv =~ /^([\w.-]+)=(.*)$/s) {
+            $rec->{$1} = typed($2);
+        } else {
+            die "bench.pl: not key=value: '$kv'\n";
+        }
+    }
+}
+
+sub append {
+    my ($results, $rec) = @_;
+    open my $fh, '>>', $results or die "$results: $!\n";
+    print $fh $JSON->encode($rec), "\n";
+    close $fh;
+}
+
+sub add {
+    my ($results, @pairs) = @_;
+    my %rec;
+    parse_pairs(\%rec, @pairs);
+    if (defined(my $wrk = delete $rec{wrk})) {
+        my $text = read_file($wrk) // die "$wrk: $!\n";
+        my ($json) = $text =~ /^BENCHJSON (\{.*\})\s*$/m
+            or die "bench.pl: no BENCHJSON line in $wrk\n";
+        my $w = $JSON->decode($json);
+        my $secs = $w->{duration_us} / 1e6;
+        my $lat = $w->{latency_us};
+        my $e = $w->{errors};
+        %rec = (
+            %rec,
+            requests         => $w->{requests},
+            duration_s       => 0 + sprintf('%.3f', $secs),
+            requests_per_sec => 0 + sprintf('%.1f', $secs > 0 ? $w->{requests} / $secs : 0),
+            bytes            => $w->{bytes},
+            errors           => $e,
+            errors_total     => $e->{connect} + $e->{read} + $e->{write} + $e->{status} + $e->{timeout},
+            (map { ("${_}_ms" => 0 + sprintf('%.3f', $lat->{$_} / 1000)) } qw(p50 p90 p99 p999 max mean)),
+        );
+        if ($w->{cache_counts}) {
+            $rec{cache_counts} = $w->{cache_counts};
+            $rec{responses_counted} = $w->{responses_counted};
+            $rec{body_bytes} = $w->{body_bytes};
+        }
+    }
+    append($results, \%rec);
+}
+
+sub hyperfine {
+    my ($results, $file, @pairs) = @_;
+    my $h = $JSON->decode(read_file($file) // die "$file: $!\n");
+    my $r = $h->{results}[0];
+    my %rec = (
+        runs             => scalar @{ $r->{times} },
+        mean_ms          => 0 + sprintf('%.3f', $r->{mean} * 1000),
+        stddev_ms        => 0 + sprintf('%.3f', ($r->{stddev} // 0) * 1000),
+        p50_ms           => 0 + sprintf('%.3f', $r->{median} * 1000),
+        max_ms           => 0 + sprintf('%.3f', $r->{max} * 1000),
+        min_ms           => 0 + sprintf('%.3f', $r->{min} * 1000),
+        requests_per_sec => 0 + sprintf('%.2f', 1 / $r->{mean}),
+        command          => $r->{command},
+        errors_total     => 0,
+    );
+    parse_pairs(\%rec, @pairs);
+    append($results, \%rec);
+}
+
+# --- report -------------------------------------------------------------------
+
+sub fmt_int {
+    my ($n) = @_;
+    return '–' unless defined $n;
+    my $s = sprintf '%.0f', $n;
+    1 while $s =~ s/^(-?\d+)(\d{3})/$1,$2/;
+    return $s;
+}
+
+sub fmt_ms {
+    my ($v) = @_;
+    return '–' unless defined $v;
+    return sprintf('%.2f', $v) if $v < 10;
+    return sprintf('%.1f', $v) if $v < 100;
+    return fmt_int($v);
+}
+
+sub pct { defined $_[0] ? sprintf('%.0f%%', $_[0]) : '–' }
+
+sub cache_text {
+    my ($r) = @_;
+    if (my $c = $r->{cache_counts}) {
+        my $n = 0;
+        $n += $_ for values %$c;
+        return '–' unless $n;
+        my @parts = map {
+                my $p = 100 * $c->{$_} / $n;
+                sprintf('%s %s (%s%%)', $_, fmt_int($c->{$_}), $p >= 99.95 || $p < 0.05 ? sprintf('%.2f', $p) : sprintf('%.1f', $p))
+            }
+            sort { $c->{$b} <=> $c->{$a} || $a cmp $b } keys %$c;
+        return join(', ', @parts);
+    }
+    return (defined $r->{cache_status} && $r->{cache_status} ne '') ? $r->{cache_status} : '–';
+}
+
+sub errors_text {
+    my ($r) = @_;
+    return fmt_int($r->{errors_total} // 0) unless $r->{errors} && $r->{errors_total};
+    my $e = $r->{errors};
+    my @p = map { "$_ $e->{$_}" } grep { $e->{$_} } qw(connect read write timeout status);
+    return fmt_int($r->{errors_total}) . ' (' . join(', ', @p) . ')';
+}
+
+sub report {
+    my ($results, $out_json, $out_md) = @_;
+    my @recs;
+    open my $fh, '<', $results or die "$results: $!\n";
+    while (my $line = <$fh>) {
+        next unless $line =~ /\S/;
+        push @recs, $JSON->decode($line);
+    }
+    close $fh;
+    my ($meta) = grep { $_->{type} eq 'meta' } @recs;
+    $meta //= {};
+    my @cells  = grep { $_->{type} eq 'cell' || $_->{type} eq 'xsltproc' } @recs;
+    my @checks = grep { $_->{type} eq 'check' } @recs;
+    my @busy   = grep { $_->{type} eq 'busy' } @recs;
+    my @sites  = grep { $_->{type} eq 'site' } @recs;
+    my @notes  = grep { $_->{type} eq 'note' } @recs;
+
+    my @md;
+    push @md, "### Axle against peers under load ($meta->{date})", '';
+    push @md, "- Machine: $meta->{machine}.";
+    push @md, "- Axle: git $meta->{git_commit}, `$meta->{axle_bin}`; $meta->{axle_workers}.";
+    push @md, "- Peers: $meta->{software}.";
+    push @md, "- Pinning: $meta->{pinning}.";
+    push @md, "- Load: $meta->{load}.";
+    if (@busy) {
+        my @b = map { "$_->{when} $_->{busy_percent}%" } @busy;
+        my ($max) = sort { $b <=> $a } map { $_->{busy_percent} } @busy;
+        push @md, "- Other load on the machine (1 s samples of /proc/stat with every server idle): "
+            . join(', ', @b) . "; load average $meta->{loadavg_before} before, $meta->{loadavg_after} after."
+            . ($max > 10 ? " **The machine was busy (max $max%): the numbers are noisy.**" : '');
+        push @md, "- Per cell, *other (srv/cli)* is the CPU time on the server's and the client's CPU that neither used (other processes, and kernel work not charged to them), as a percentage of that CPU.";
+    }
+    my $nck = @checks;
+    my @bad = grep { $_->{result} ne 'identical' && $_->{result} ne 'normalised-identical' } @checks;
+    my @norm = grep { $_->{result} eq 'normalised-identical' } @checks;
+    push @md, sprintf("- Body checks before (and after) measuring: %d comparisons, %d byte-identical, %d identical after normalisation, %d FAILED%s.",
+        $nck, $nck - @bad - @norm, scalar @norm, scalar @bad,
+        @bad ? ': ' . join('; ', map { "$_->{scenario} $_->{target} $_->{url} ($_->{when}): $_->{result}" } @bad) : '');
+    for my $n (@norm) {
+        push @md, "  - normalised: $n->{scenario} $n->{target} $n->{url}: $n->{normalisation}";
+    }
+    push @md, "- $_->{text}" for @notes;
+    push @md, '';
+    push @md, '| scenario | target | conn | c | req/s | p50 ms | p99 ms | max ms | errors | X-Axle-Cache | server CPU | other (srv/cli) | notes |';
+    push @md, '| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | --- |';
+    for my $s (@sites) {
+        my ($c) = grep { $_->{scenario} eq 'site' && $_->{case} eq $s->{mode} } @cells;
+        next unless $c;
+        $c->{notes} = sprintf('hit ratio %.1f%% (ideal K/N %.1f%%); peak RSS %.0f MiB; cache %.0f MiB, working set %.0f MiB',
+            100 * $s->{hit_ratio}, 100 * $s->{ideal_hit_ratio}, $s->{rss_peak_kb} / 1024,
+            $s->{cache_size_bytes} / 1048576, $s->{working_set_bytes} / 1048576);
+    }
+    my $noisy = sub {
+        my ($r) = @_;
+        return $r && (($r->{other_server_cpu_pct} // 0) >= 10 || ($r->{other_client_cpu_pct} // 0) >= 10);
+    };
+    for my $r (@cells) {
+        if ($noisy->($r)) {
+            $r->{noisy} = JSON::PP::true;
+            $r->{notes} = join '; ', grep { defined && length } $r->{notes},
+                'NOISY: other load took ≥ 10% of the server\'s or the client\'s CPU';
+        }
+    }
+    for my $r (@cells) {
+        my $other = defined $r->{other_server_cpu_pct}
+            ? sprintf('%s / %s', pct($r->{other_server_cpu_pct}), pct($r->{other_client_cpu_pct}))
+            : '–';
+        push @md, sprintf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |',
+            "$r->{scenario} ($r->{case})", $r->{target}, $r->{conn} // '–', $r->{connections} // '–',
+            fmt_int($r->{requests_per_sec}), fmt_ms($r->{p50_ms}), fmt_ms($r->{p99_ms}), fmt_ms($r->{max_ms}),
+            errors_text($r), cache_text($r), pct($r->{server_cpu_pct}), $other, $r->{notes} // '';
+    }
+
+    # --- targets ---
+    my $find = sub {
+        my (%k) = @_;
+        for my $r (@cells) {
+            next if grep { ($r->{$_} // '') ne $k{$_} } keys %k;
+            return $r;
+        }
+        return undef;
+    };
+    my @targets;
+    my $ratio_target = sub {
+        my ($name, $goal, $a, $b, $what) = @_;
+        my %t = (target => $name, goal => $goal, measure => $what);
+        if ($a && $b && $b->{requests_per_sec}) {
+            $t{value} = 0 + sprintf('%.3f', $a->{requests_per_sec} / $b->{requests_per_sec});
+            $t{measured} = sprintf('%.2f× (%s / %s req/s)', $t{value},
+                fmt_int($a->{requests_per_sec}), fmt_int($b->{requests_per_sec}));
+            my ($op, $g) = $goal =~ /^(≥|<=|≤|>=)\s*([\d.]+)/;
+            $t{met} = $t{value} >= $g ? JSON::PP::true : JSON::PP::false;
+            if ($noisy->($a) || $noisy->($b)) {
+                $t{noisy} = JSON::PP::true;
+                $t{measured} .= ' (noisy cell)';
+            }
+        } else {
+            $t{measured} = 'not run';
+        }
+        push @targets, \%t;
+    };
+    my %ka = (conn => 'keep-alive');
+    $ratio_target->('doc hit ≥ 1.2× nginx static', '≥ 1.2',
+        $find->(scenario => 'doc', target => 'axle-incremental', %ka),
+        $find->(scenario => 'doc', target => 'nginx-static', %ka),
+        'Axle incremental (hit) ÷ nginx static, keep-alive');
+    $ratio_target->('doc no-cache ≥ 1.0× nginx-xslt', '≥ 1.0',
+        $find->(scenario => 'doc', target => 'axle-off', %ka),
+        $find->(scenario => 'doc', target => 'nginx-xslt', %ka),
+        'Axle off ÷ nginx XSLT filter, keep-alive');
+    $ratio_target->('doc hit ≥ 4× mod_perl cached', '≥ 4',
+        $find->(scenario => 'doc', target => 'axle-incremental', %ka),
+        $find->(scenario => 'doc', target => 'modperl-cache', %ka),
+        'Axle incremental (hit) ÷ mod_perl with its output cache, keep-alive');
+    $ratio_target->('trivial hit ≥ 20× Axle no-cache', '≥ 20',
+        $find->(scenario => 'trivial', target => 'axle-incremental', %ka),
+        $find->(scenario => 'trivial', target => 'axle-off', %ka),
+        'Axle incremental (hit) ÷ Axle off, keep-alive');
+    for my $case ([doc => 'doc'], [trivial => 'trivial'], [hello => 'hello']) {
+        $ratio_target->("incremental ÷ all on the all-hit path ≥ 0.98 ($case->[1])", '≥ 0.98',
+            $find->(scenario => $case->[0], target => 'axle-incremental', %ka),
+            $find->(scenario => $case->[0], target => 'axle-all', %ka),
+            'Axle incremental ÷ Axle all, both all hits, keep-alive');
+    }
+    for my $s (qw(churn dynamic)) {
+        $ratio_target->("$s: incremental ≥ 3× all", '≥ 3',
+            $find->(scenario => $s, target => 'axle-incremental'),
+            $find->(scenario => $s, target => 'axle-all'),
+            'Axle incremental ÷ Axle all');
+    }
+    for my $mode (qw(incremental all)) {
+        my $r = $find->(scenario => 'c1000', target => "axle-$mode");
+        my %t = (target => "c1000: 0 errors (axle $mode)", goal => '0', measure => 'wrk errors (connect, read, write, timeout, non-2xx)');
+        if ($r) {
+            $t{value} = $r->{errors_total};
+            $t{measured} = errors_text($r);
+            $t{met} = $r->{errors_total} == 0 ? JSON::PP::true : JSON::PP::false;
+        } else { $t{measured} = 'not run' }
+        push @targets, \%t;
+        my %u = (target => "c1000: p99 ≤ 25 ms (axle $mode)", goal => '≤ 25', measure => 'p99 latency at 1,000 connections');
+        if ($r) {
+            $u{value} = $r->{p99_ms};
+            $u{measured} = sprintf('%s ms (p50 %s, max %s; %s req/s)', fmt_ms($r->{p99_ms}), fmt_ms($r->{p50_ms}),
+                fmt_ms($r->{max_ms}), fmt_int($r->{requests_per_sec}));
+            $u{met} = $r->{p99_ms} <= 25 ? JSON::PP::true : JSON::PP::false;
+        } else { $u{measured} = 'not run' }
+        push @targets, \%u;
+    }
+    for my $conn (qw(keep-alive close)) {
+        $ratio_target->("hello ≥ 1.0× Starlet ($conn)", '≥ 1.0',
+            $find->(scenario => 'hello', target => 'axle-incremental', conn => $conn),
+            $find->(scenario => 'hello', target => 'starlet', conn => $conn),
+            "Axle incremental (hit) ÷ Starlet, $conn");
+    }
+    for my $s (@sites) {
+        my $limit = 1.5 * $s->{cache_size_bytes} + 40 * 1024 * 1024;
+        push @targets, {
+            target   => "site: RSS ≤ 1.5× cache size + 40 MB (axle $s->{mode})",
+            goal     => sprintf('≤ %.1f MiB', $limit / 1048576),
+            measure  => 'peak RSS (VmHWM) of the server',
+            value    => $s->{rss_peak_kb} * 1024,
+            measured => sprintf('%.1f MiB (cache size %.0f MiB)', $s->{rss_peak_kb} / 1024, $s->{cache_size_bytes} / 1048576),
+            met      => $s->{rss_peak_kb} * 1024 <= $limit ? JSON::PP::true : JSON::PP::false,
+        };
+        my $gap = 100 * ($s->{hit_ratio} - $s->{ideal_hit_ratio});
+        push @targets, {
+            target   => "site: hit ratio within 5 points of ideal (axle $s->{mode})",
+            goal     => '|measured − ideal| ≤ 5 points',
+            measure  => 'X-Axle-Cache: hit ÷ all responses; ideal = K/N',
+            value    => 0 + sprintf('%.2f', $gap),
+            measured => sprintf('%.1f%% vs ideal %.1f%% (%+.1f points; K = %s responses of %s B in %.0f MiB, N = %s)',
+                100 * $s->{hit_ratio}, 100 * $s->{ideal_hit_ratio}, $gap, fmt_int($s->{ideal_k}),
+                fmt_int($s->{avg_body_bytes}), $s->{cache_size_bytes} / 1048576, fmt_int($s->{documents})),
+            met      => abs($gap) <= 5 ? JSON::PP::true : JSON::PP::false,
+        };
+    }
+
+    push @md, '', '#### Targets', '';
+    push @md, '| target | measured | met |', '| --- | --- | --- |';
+    for my $t (@targets) {
+        my $met = !exists $t->{met} ? '–' : $t->{met} ? 'met' : '**not met**';
+        push @md, "| $t->{target} | $t->{measured} | $met |";
+    }
+    push @md, '', "Results written to $out_json";
+    my $md = join("\n", @md) . "\n";
+    print $md;
+    if ($out_md) {
+        open my $m, '>', $out_md or die "$out_md: $!\n";
+        print $m $md;
+        close $m;
+    }
+
+    my %doc = (
+        meta    => $meta,
+        busy    => \@busy,
+        checks  => \@checks,
+        results => \@cells,
+        site    => \@sites,
+        notes   => [map { $_->{text} } @notes],
+        targets => \@targets,
+    );
+    delete $_->{type} for $meta, @cells, @checks, @busy, @sites;
+    open my $j, '>', $out_json or die "$out_json: $!\n";
+    print $j JSON::PP->new->canonical(1)->pretty->encode(\%doc);
+    close $j;
+}

@@ -1,0 +1,793 @@
+#!/usr/bin/env bash
+# Axle against real peers under load (see benches/load/README.md).
+#
+# Installs what it needs with apt-get when missing, starts every target on
+# 127.0.0.1 with its own config under a temporary prefix, checks that every
+# target returns the same body for the same URL before measuring (and again
+# after), runs wrk against each (scenario, target, connection mode) cell,
+# stops everything it started, prints one markdown table plus a targets
+# table, and writes the same as JSON (with the machine's description) to
+# benches/load/results/peers-<date>.json (and the markdown to .md).
+#
+# Usage (from anywhere):   bash benches/load/run.sh
+# Environment:
+#   DURATION          wrk duration of each measured cell (default 10s)
+#   WARMUP            unrecorded wrk run before each cell (default 2s; 0 = none)
+#   SCENARIOS         subset, in any order (default: all, in this order):
+#                     "doc trivial hello c1000 churn dynamic heavy site"
+#   SITE_DOCS         documents of the site scenario (default 100000)
+#   SITE_CACHE_MIB    --cache-size of the site scenario, MiB (default 64)
+#   SITE_WARMUP_MAX   longest warm-up of the site scenario, s (default 60)
+#   HEAVY_RUNS        xsltproc runs timed per heavy document (default 20)
+#   CHURN_INTERVAL    seconds between rewrites in churn/dynamic (default 0.1)
+#   SERVER_CPU / CLIENT_CPU   CPUs for servers and for wrk (default 0 / 1)
+#   LIBXSLT_SUITE     the libxslt test data (default ../shared/conformance/libxslt)
+#   AXLE_BIN          use this axle binary instead of building one
+#   KEEP_WORK=1       keep the temporary prefix (it is kept anyway when a
+#                     body check fails)
+#
+# Only 127.0.0.1 is ever targeted. No system service is started: nginx,
+# Apache and Starlet run by hand in the foreground (each in its own process
+# group, with its own config and pid file under the prefix), and exactly the
+# processes started here are stopped on exit.
+set -euo pipefail
+
+DURATION=${DURATION:-10s}
+WARMUP=${WARMUP:-2s}
+ALL_SCENARIOS="doc trivial hello c1000 churn dynamic heavy site"
+SCENARIOS=${SCENARIOS:-$ALL_SCENARIOS}
+SITE_DOCS=${SITE_DOCS:-100000}
+SITE_CACHE_MIB=${SITE_CACHE_MIB:-64}
+SITE_WARMUP_MAX=${SITE_WARMUP_MAX:-60}
+HEAVY_RUNS=${HEAVY_RUNS:-20}
+CHURN_INTERVAL=${CHURN_INTERVAL:-0.1}
+SERVER_CPU=${SERVER_CPU:-0}
+CLIENT_CPU=${CLIENT_CPU:-1}
+KEEP_WORK=${KEEP_WORK:-0}
+
+HOST=127.0.0.1
+THREADS=1            # wrk threads: the client has one CPU
+CONNECTIONS=32       # doc, trivial, churn, dynamic, site (as modes.sh)
+HELLO_CONNECTIONS=40
+C1000_CONNECTIONS=1000
+HEAVY_CONNECTIONS=8  # uncached heavy requests take 50-200 ms each
+HELLO_BYTES=128
+
+DOC_URL=/articles/xml-pipelines.xml
+TRIVIAL_URL=/trivial/
+HELLO_URL=/hello/hello.xml
+DOCBOOK_URL=/docbook/test/gdp-handbook.xml
+XMLSPEC_URL=/xmlspec/REC-xml-20001006.xml
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+LIBXSLT_SUITE=${LIBXSLT_SUITE:-$ROOT/../shared/conformance/libxslt}
+cd "$ROOT"
+
+for s in $SCENARIOS; do
+    [[ " $ALL_SCENARIOS " == *" $s "* ]] || { echo "run.sh: unknown scenario '$s' (known: $ALL_SCENARIOS)" >&2; exit 2; }
+done
+want() { [[ " $SCENARIOS " == *" $1 "* ]]; }
+
+log() { echo "== $*" >&2; }
+warn() { echo "run.sh: WARNING: $*" >&2; }
+die() {
+    echo "run.sh: $*" >&2
+    exit 1
+}
+
+# --- everything started here is stopped on exit ------------------------------------
+# Each process is started with setsid, so it leads its own process group
+# (PGID = its PID) and stopping it reaches its children (nginx's worker,
+# Apache's and Starlet's preforked children) and nothing else.
+PIDS=()
+umask 022
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/axle-load.XXXXXX")
+chmod 755 "$WORK" # Apache's and nginx's children run as www-data and read the sites here
+RESULTS=$WORK/results.jsonl
+: >"$RESULTS"
+
+stop_pid() { # PID: TERM its process group, then KILL it after 10 s
+    local pid=$1 i
+    kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+    for i in $(seq 1 100); do
+        kill -0 -- "-$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    if kill -0 -- "-$pid" 2>/dev/null; then
+        warn "process group $pid did not stop on SIGTERM; sending SIGKILL"
+        kill -KILL -- "-$pid" 2>/dev/null || true
+    fi
+    wait "$pid" 2>/dev/null || true
+    local kept=() p
+    for p in "${PIDS[@]}"; do
+        [[ $p == "$pid" ]] || kept+=("$p")
+    done
+    PIDS=("${kept[@]}")
+}
+cleanup() {
+    local pid
+    for pid in "${PIDS[@]}"; do
+        stop_pid "$pid"
+    done
+    if [[ $KEEP_WORK == 0 ]]; then
+        rm -rf "$WORK"
+    else
+        echo "run.sh: kept $WORK for inspection" >&2
+    fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# start_bg CPU LOG CMD...: start CMD pinned to CPU, in its own session;
+# sets STARTED_PID.
+start_bg() {
+    local cpu=$1 out=$2
+    shift 2
+    setsid taskset -c "$cpu" "$@" >"$out" 2>&1 </dev/null &
+    STARTED_PID=$!
+    PIDS+=("$STARTED_PID")
+}
+
+# --- tools --------------------------------------------------------------------------------
+APT_UPDATED=0
+apt_install() { # progress to stderr: stdout is the report
+    log "installing $*"
+    if ! DEBIAN_FRONTEND=noninteractive apt-get install -y "$@" >&2; then
+        if [[ $APT_UPDATED == 0 ]]; then
+            APT_UPDATED=1
+            apt-get update >&2
+        fi
+        DEBIAN_FRONTEND=noninteractive apt-get install -y "$@" >&2
+    fi
+}
+[[ $(id -u) == 0 ]] || die "run as root: it installs packages with apt-get and starts Apache/nginx with their own configs"
+NEED=()
+command -v curl >/dev/null || NEED+=(curl)
+command -v taskset >/dev/null || NEED+=(util-linux)
+command -v setsid >/dev/null || NEED+=(util-linux)
+command -v wrk >/dev/null || NEED+=(wrk)
+command -v nginx >/dev/null || NEED+=(nginx)
+[[ -e /usr/lib/nginx/modules/ngx_http_xslt_filter_module.so ]] || NEED+=(libnginx-mod-http-xslt-filter)
+[[ -x /usr/sbin/apache2 ]] || NEED+=(apache2)
+[[ -e /usr/lib/apache2/modules/mod_perl.so ]] || NEED+=(libapache2-mod-perl2)
+perl -MXML::LibXSLT -e1 2>/dev/null || NEED+=(libxml-libxslt-perl)
+perl -MPlack::Handler::Starlet -e1 2>/dev/null || NEED+=(starlet)
+command -v ab >/dev/null || NEED+=(apache2-utils)
+command -v xsltproc >/dev/null || NEED+=(xsltproc)
+command -v hyperfine >/dev/null || NEED+=(hyperfine)
+if ((${#NEED[@]})); then
+    # policy-rc.d decides whether the packages' services start on install;
+    # they are never started by this script.
+    apt_install "${NEED[@]}"
+fi
+for tool in curl taskset setsid wrk nginx xsltproc hyperfine plackup; do
+    command -v "$tool" >/dev/null || die "$tool is not installed and could not be installed"
+done
+
+NPROC=$(nproc)
+((NPROC >= 2)) || die "needs 2 CPUs to pin servers and client apart (found $NPROC)"
+PINNING="every server (and xsltproc) pinned to CPU $SERVER_CPU, wrk (and the churn/dynamic rewriters) pinned to CPU $CLIENT_CPU, with taskset"
+HZ=$(getconf CLK_TCK)
+
+# c1000 needs 1,000 client and 1,000 server sockets.
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+NOFILE=$(ulimit -n)
+((NOFILE >= 4096)) || warn "open files limit is only $NOFILE: c1000 will fail"
+
+# --- build ---------------------------------------------------------------------------------
+if [[ -n ${AXLE_BIN:-} ]]; then
+    BIN=$AXLE_BIN
+else
+    log "cargo build --release"
+    cargo build --release >&2
+    BIN="${CARGO_TARGET_DIR:-target}/release/axle"
+fi
+[[ $BIN == /* ]] || BIN="$ROOT/$BIN"
+[[ -x $BIN ]] || die "no axle binary at $BIN"
+
+BENCH=(perl "$HERE/bench.pl")
+add() { "${BENCH[@]}" add "$RESULTS" "$@"; }
+
+# --- helpers -------------------------------------------------------------------------------
+wait_http() { # PORT NAME: wait until anything answers HTTP on PORT
+    local port=$1 name=$2 code i
+    for i in $(seq 1 200); do
+        code=$(curl -s -o /dev/null -w '%{http_code}' "http://$HOST:$port/.run-sh-probe" || true)
+        [[ $code =~ ^[1-5][0-9][0-9]$ ]] && return 0
+        sleep 0.1
+    done
+    die "$name does not answer on port $port"
+}
+
+free_port() { "${BENCH[@]}" free-port; }
+
+# start_axle NAME ROOT MODE [ARGS...]: sets AX_PID and AX_PORT
+start_axle() {
+    local name=$1 root=$2 mode=$3 i port=""
+    shift 3
+    local out="$WORK/logs/axle-$name.log"
+    start_bg "$SERVER_CPU" "$out" "$BIN" serve --root "$root" --listen "$HOST:0" --cache "$mode" "$@"
+    AX_PID=$STARTED_PID
+    for i in $(seq 1 200); do
+        port=$(sed -n "s#.*on http://$HOST:\([0-9][0-9]*\)/.*#\1#p" "$out" | head -n1)
+        [[ -n $port ]] && break
+        kill -0 "$AX_PID" 2>/dev/null || { cat "$out" >&2; die "axle ($name) exited at start-up"; }
+        sleep 0.1
+    done
+    [[ -n $port ]] || { cat "$out" >&2; die "axle ($name) did not report its address"; }
+    AX_PORT=$port
+    wait_http "$port" "axle ($name)"
+}
+
+cpu_busy_percent() { # whole machine, 1 s sample
+    local a b
+    a=$(awk '/^cpu / {print $2+$3+$4+$7+$8+$9, $5+$6}' /proc/stat)
+    sleep 1
+    b=$(awk '/^cpu / {print $2+$3+$4+$7+$8+$9, $5+$6}' /proc/stat)
+    echo "$a $b" | awk '{busy = $3 - $1; idle = $4 - $2; printf "%.0f", (busy + idle) ? 100 * busy / (busy + idle) : 0}'
+}
+BUSY_MAX=0
+sample_busy() { # WHEN
+    local b
+    b=$(cpu_busy_percent)
+    add type=busy "when=$1" "busy_percent=$b" "loadavg=$(cut -d' ' -f1-3 /proc/loadavg)"
+    ((b > BUSY_MAX)) && BUSY_MAX=$b
+    log "machine ${b}% busy ($1, servers idle)"
+    if ((b > 10)); then
+        warn "the machine is ${b}% busy with the servers idle ($1): results will be noisy"
+    fi
+}
+
+# --- body checks ---------------------------------------------------------------------------
+declare -A BAD      # "scenario/target" -> 1 when its body check failed
+CHECK_FAILURES=0
+mkdir -p "$WORK/check" "$WORK/logs" "$WORK/wrk"
+
+# check SCENARIO CASE URL REFERENCE WHEN NAME PORT [NAME PORT...]
+# Every target must answer 200 with exactly the bytes of REFERENCE. (No
+# normalisation: every peer here gives identical bytes. If one ever needs
+# it, it is to be done here, and recorded as normalised-identical with what
+# was normalised.)
+check() {
+    local scen=$1 case=$2 url=$3 ref=$4 when=$5 name port out status result
+    shift 5
+    while (($#)); do
+        name=$1 port=$2
+        shift 2
+        out="$WORK/check/$scen-$case-$name-$when.body"
+        status=$(curl -sS -o "$out" -w '%{http_code}' "http://$HOST:$port$url" 2>>"$WORK/logs/curl.log" || echo 000)
+        if [[ $status != 200 ]]; then
+            result="HTTP $status"
+        elif cmp -s "$ref" "$out"; then
+            result=identical
+        else
+            result="DIFFERENT: $(wc -c <"$out") bytes vs $(wc -c <"$ref") in the reference; $(cmp "$ref" "$out" 2>&1 | sed 's/^.* differ: //' | head -n1)"
+        fi
+        add type=check "scenario=$scen" "case=$case" "target=$name" "url=$url" "when=$when" "result=$result" \
+            "bytes=$(wc -c <"$out")"
+        if [[ $result != identical ]]; then
+            BAD[$scen/$name]=1
+            CHECK_FAILURES=$((CHECK_FAILURES + 1))
+            KEEP_WORK=1
+            warn "BODY CHECK FAILED: $scen $name $url ($when): $result (reference $ref, got $out)"
+            diff <(fold -w 120 "$ref") <(fold -w 120 "$out") 2>/dev/null | head -n 20 >&2 || true
+        fi
+    done
+}
+
+axle_cache_header() { # PORT URL
+    curl -sS -o /dev/null -D - "http://$HOST:$1$2" 2>/dev/null | tr -d '\r' | sed -n 's/^[Xx]-[Aa]xle-[Cc]ache: *//p' | head -n1
+}
+
+# --- one measured cell ----------------------------------------------------------------------
+# cell SCENARIO CASE TARGET CONN CONNECTIONS PORT SERVER_PID URL [key=value...]
+# Globals: CELL_ENV (environment for bench.lua), WRK_EXTRA (extra wrk options)
+CELL_ENV=()
+WRK_EXTRA=()
+cell() {
+    local scen=$1 case=$2 target=$3 conn=$4 conns=$5 port=$6 spid=$7 url=$8
+    shift 8
+    if [[ -n ${BAD[$scen/$target]:-} ]]; then
+        warn "skipping $scen $target: its body check failed"
+        add type=note "text=$scen: $target was not measured because its body check failed"
+        return 0
+    fi
+    local hdr=()
+    [[ $conn == close ]] && hdr=(-H "Connection: close")
+    local wrk=(wrk -t"$THREADS" -c"$conns" -s "$HERE/bench.lua" "${hdr[@]}" "${WRK_EXTRA[@]}")
+    local full="http://$HOST:$port$url"
+    if [[ $WARMUP != 0 ]]; then
+        env "${CELL_ENV[@]}" taskset -c "$CLIENT_CPU" "${wrk[@]}" -d"$WARMUP" "$full" >/dev/null 2>&1 || true
+    fi
+    local cache=""
+    if [[ $target == axle-* && $url != / ]]; then cache=$(axle_cache_header "$port" "$url"); fi
+    local out="$WORK/wrk/$scen-$case-$target-$conn.txt" before after client st ccpu
+    before=$("${BENCH[@]}" snapshot "$SERVER_CPU" "$CLIENT_CPU" "$spid")
+    client=$("${BENCH[@]}" client "$out" env "${CELL_ENV[@]}" taskset -c "$CLIENT_CPU" "${wrk[@]}" -d"$DURATION" "$full")
+    after=$("${BENCH[@]}" snapshot "$SERVER_CPU" "$CLIENT_CPU" "$spid")
+    read -r st ccpu <<<"$client"
+    if [[ $st != 0 ]] || ! grep -q '^BENCHJSON ' "$out"; then
+        warn "wrk failed for $scen $target $conn (exit $st):"
+        cat "$out" >&2
+        add type=note "text=$scen ($case): wrk failed for $target ($conn), exit status $st"
+        return 0
+    fi
+    # CPU accounting: ticks of the server's process tree, of wrk, and of the
+    # two CPUs, between the snapshots.
+    local stats
+    stats=$(echo "$before $after $ccpu $HZ" | awk '{
+        # each snapshot: busy steal total (server CPU), busy steal total
+        # (client CPU), server tree ticks, time
+        dt = $16 - $8; hz = $18
+        srv = $15 - $7
+        s_busy = $9 - $1; s_steal = $10 - $2; s_tot = $11 - $3
+        c_busy = $12 - $4; c_tot = $14 - $6
+        cli = $17 * hz
+        o_s = s_tot ? 100 * (s_busy - srv) / s_tot : 0; if (o_s < 0) o_s = 0
+        o_c = c_tot ? 100 * (c_busy - cli) / c_tot : 0; if (o_c < 0) o_c = 0
+        printf "server_cpu_pct=%.1f client_cpu_pct=%.1f other_server_cpu_pct=%.1f other_client_cpu_pct=%.1f steal_server_cpu_pct=%.1f",
+            100 * srv / (dt * hz), 100 * cli / (dt * hz), o_s, o_c, s_tot ? 100 * s_steal / s_tot : 0
+    }')
+    # shellcheck disable=SC2086 # stats is key=value words
+    add type=cell "scenario=$scen" "case=$case" "target=$target" "conn=$conn" "connections=$conns" \
+        "threads=$THREADS" "url=$url" "cache_status=$cache" "duration=$DURATION" $stats "wrk=$out" "$@"
+    log "$(printf '%-8s %-9s %-17s %-10s c=%-4s %s' "$scen" "$case" "$target" "$conn" "$conns" \
+        "$(awk '/^Requests\/sec:/ {print $2 " req/s"}' "$out") $(grep -o '"status":[0-9]*' "$out" | head -n1)")"
+}
+
+# --- the main site: doc, trivial, hello and c1000 ---------------------------------------------
+MAIN_UP=0
+declare -A PORT
+declare -A SPID
+REF=$WORK/ref
+mkdir -p "$REF"
+
+start_main() {
+    ((MAIN_UP)) && return 0
+    MAIN_UP=1
+    local site=$WORK/main/site static=$WORK/main/static
+    mkdir -p "$WORK/main"
+    cp -r samples "$site"
+    # hello: a one-stage chain whose output is exactly $HELLO_BYTES bytes
+    mkdir -p "$site/hello"
+    cp "$HERE/gen/hello.xsl" "$site/hello/hello.xsl"
+    write_hello() {
+        printf '<?xml version="1.0" encoding="UTF-8"?>\n<?xml-stylesheet href="hello.xsl" type="text/xsl"?>\n<hello>%s</hello>\n' "$1" >"$site/hello/hello.xml"
+    }
+    write_hello ""
+    local base pad msg
+    base=$("$BIN" render --root "$site" "$site/hello/hello.xml" | wc -c)
+    pad=$((HELLO_BYTES - base))
+    ((pad > 0)) || die "the empty hello page is already $base bytes"
+    msg=$(printf 'Hello, world! %.0s' $(seq 1 20))
+    write_hello "${msg:0:pad}"
+
+    for mode in off all incremental; do
+        start_axle "main-$mode" "$site" "$mode"
+        PORT[axle-$mode]=$AX_PORT
+        SPID[axle-$mode]=$AX_PID
+    done
+    # References: what Axle (off) serves, cold. nginx-static serves exactly
+    # these bytes; every other target must give the same.
+    local url name
+    for name in doc trivial hello; do
+        case $name in doc) url=$DOC_URL ;; trivial) url=$TRIVIAL_URL ;; hello) url=$HELLO_URL ;; esac
+        [[ $(curl -sS -o "$REF/$name" -w '%{http_code}' "http://$HOST:${PORT[axle-off]}$url") == 200 ]] ||
+            die "axle (off) does not serve $url"
+    done
+    [[ $(wc -c <"$REF/hello") == "$HELLO_BYTES" ]] ||
+        die "the hello body is $(wc -c <"$REF/hello") bytes, not $HELLO_BYTES"
+    mkdir -p "$static/articles" "$static/trivial" "$static/hello"
+    cp "$REF/doc" "$static/articles/xml-pipelines.xml"
+    cp "$REF/trivial" "$static/trivial/index.xml"
+    cp "$REF/hello" "$static/hello/hello.xml"
+
+    # nginx: static and XSLT filter, one server, two ports
+    local ng=$WORK/nginx
+    mkdir -p "$ng/tmp"
+    PORT[nginx-static]=$(free_port)
+    PORT[nginx-xslt]=$(free_port)
+    while [[ ${PORT[nginx-xslt]} == "${PORT[nginx-static]}" ]]; do PORT[nginx-xslt]=$(free_port); done
+    sed -e "s#@PREFIX@#$ng#g" -e "s#@SITE@#$site#g" -e "s#@STATIC_ROOT@#$static#g" \
+        -e "s#@STATIC_PORT@#${PORT[nginx-static]}#g" -e "s#@XSLT_PORT@#${PORT[nginx-xslt]}#g" \
+        -e "s#@XSLT_MODULE@#/usr/lib/nginx/modules/ngx_http_xslt_filter_module.so#g" \
+        -e "s#@NOFILE@#$NOFILE#g" -e "s#@USER@#www-data#g" -e "s#@GROUP@#www-data#g" \
+        "$HERE/peers/nginx/nginx.conf.in" >"$ng/nginx.conf"
+    nginx -t -p "$ng" -c "$ng/nginx.conf" -e "$ng/error.log" >"$WORK/logs/nginx-t.log" 2>&1 ||
+        { cat "$WORK/logs/nginx-t.log" >&2; die "nginx rejects its config"; }
+    start_bg "$SERVER_CPU" "$WORK/logs/nginx.log" nginx -p "$ng" -c "$ng/nginx.conf" -e "$ng/error.log"
+    SPID[nginx-static]=$STARTED_PID
+    SPID[nginx-xslt]=$STARTED_PID
+    wait_http "${PORT[nginx-static]}" nginx-static
+    wait_http "${PORT[nginx-xslt]}" nginx-xslt
+
+    # Apache + mod_perl2 + XML::LibXSLT: one prefork server, two ports
+    local ap=$WORK/apache
+    mkdir -p "$ap/run"
+    PORT[modperl]=$(free_port)
+    PORT[modperl-cache]=$(free_port)
+    while [[ ${PORT[modperl-cache]} == "${PORT[modperl]}" ]]; do PORT[modperl-cache]=$(free_port); done
+    sed -e "s#@PREFIX@#$ap#g" -e "s#@SITE@#$site#g" -e "s#@PORT_NOCACHE@#${PORT[modperl]}#g" \
+        -e "s#@PORT_CACHE@#${PORT[modperl-cache]}#g" -e "s#@PERL_LIB@#$HERE/peers/perl#g" \
+        -e "s#@MODULES@#/usr/lib/apache2/modules#g" -e "s#@USER@#www-data#g" -e "s#@GROUP@#www-data#g" \
+        "$HERE/peers/apache/httpd.conf.in" >"$ap/httpd.conf"
+    start_bg "$SERVER_CPU" "$WORK/logs/apache.log" apache2 -d "$ap" -f "$ap/httpd.conf" -DFOREGROUND
+    SPID[modperl]=$STARTED_PID
+    SPID[modperl-cache]=$STARTED_PID
+    wait_http "${PORT[modperl]}" modperl
+    wait_http "${PORT[modperl-cache]}" modperl-cache
+
+    # Starlet (PSGI): the hello body, read from the reference file
+    PORT[starlet]=$(free_port)
+    export HELLO_BODY=$REF/hello
+    start_bg "$SERVER_CPU" "$WORK/logs/starlet.log" \
+        plackup -E deployment -s Starlet --host "$HOST" --port "${PORT[starlet]}" \
+        --max-workers "$HELLO_CONNECTIONS" --max-keepalive-reqs 100000000 \
+        --max-reqs-per-child 100000000 "$HERE/peers/starlet/hello.psgi"
+    SPID[starlet]=$STARTED_PID
+    wait_http "${PORT[starlet]}" starlet
+    log "main site: axle off=:${PORT[axle-off]} all=:${PORT[axle-all]} incremental=:${PORT[axle-incremental]}" \
+        "nginx-static=:${PORT[nginx-static]} nginx-xslt=:${PORT[nginx-xslt]}" \
+        "modperl=:${PORT[modperl]} modperl-cache=:${PORT[modperl-cache]} starlet=:${PORT[starlet]}"
+}
+
+stop_main() {
+    ((MAIN_UP)) || return 0
+    local pid
+    for pid in $(printf '%s\n' "${SPID[@]}" | sort -u); do
+        stop_pid "$pid"
+    done
+    MAIN_UP=0
+}
+
+targets_args() { # NAME...: "NAME PORT" pairs for check()
+    local n
+    for n in "$@"; do printf '%s %s ' "$n" "${PORT[$n]}"; done
+}
+
+scenario_doc_like() { # SCENARIO CASE URL REF
+    local scen=$1 case=$2 url=$3 ref=$4 t
+    local peers=(nginx-static nginx-xslt modperl modperl-cache axle-off axle-all axle-incremental)
+    # shellcheck disable=SC2046
+    check "$scen" "$case" "$url" "$ref" before $(targets_args "${peers[@]}")
+    for t in "${peers[@]}"; do
+        cell "$scen" "$case" "$t" keep-alive "$CONNECTIONS" "${PORT[$t]}" "${SPID[$t]}" "$url"
+    done
+    if [[ $scen == doc ]]; then
+        for t in nginx-static modperl-cache axle-all axle-incremental; do
+            cell "$scen" "$case" "$t" close "$CONNECTIONS" "${PORT[$t]}" "${SPID[$t]}" "$url"
+        done
+    fi
+    # shellcheck disable=SC2046
+    check "$scen" "$case" "$url" "$ref" after $(targets_args "${peers[@]}")
+}
+
+scenario_hello() {
+    local peers=(starlet nginx-static axle-off axle-all axle-incremental) t conn
+    # shellcheck disable=SC2046
+    check hello hello "$HELLO_URL" "$REF/hello" before $(targets_args "${peers[@]}")
+    for conn in keep-alive close; do
+        for t in "${peers[@]}"; do
+            cell hello hello "$t" "$conn" "$HELLO_CONNECTIONS" "${PORT[$t]}" "${SPID[$t]}" "$HELLO_URL"
+        done
+    done
+    # shellcheck disable=SC2046
+    check hello hello "$HELLO_URL" "$REF/hello" after $(targets_args "${peers[@]}")
+}
+
+scenario_c1000() {
+    local peers=(nginx-static axle-all axle-incremental) t
+    # shellcheck disable=SC2046
+    check c1000 article "$DOC_URL" "$REF/doc" before $(targets_args "${peers[@]}")
+    for t in "${peers[@]}"; do
+        cell c1000 article "$t" keep-alive "$C1000_CONNECTIONS" "${PORT[$t]}" "${SPID[$t]}" "$DOC_URL"
+    done
+    # shellcheck disable=SC2046
+    check c1000 article "$DOC_URL" "$REF/doc" after $(targets_args "${peers[@]}")
+}
+
+# --- churn and dynamic: one file rewritten every CHURN_INTERVAL s ------------------------------
+# scenario_rewrite SCENARIO: churn rewrites the last stylesheet of the
+# article's chain (layout.xsl: a comment with a revision number in the
+# footer, so the output changes); dynamic rewrites the source document with
+# a <revision> element that article.xsl (stage 1) ignores, so stage 1's
+# output repeats.
+scenario_rewrite() {
+    local scen=$1 site=$WORK/$1/site tmpl target mode
+    mkdir -p "$WORK/$scen"
+    cp -r samples "$site"
+    if [[ $scen == churn ]]; then
+        target=$site/stylesheets/layout.xsl
+        tmpl=$WORK/$scen/layout.xsl.in
+        sed 's#<footer class="site-footer">#<footer class="site-footer"><xsl:comment> rev @REV@ </xsl:comment>#' \
+            samples/stylesheets/layout.xsl >"$tmpl"
+    else
+        target=$site/articles/xml-pipelines.xml
+        tmpl=$WORK/$scen/article.xml.in
+        sed 's#</date>#</date>\n  <revision>@REV@</revision>#' samples/articles/xml-pipelines.xml >"$tmpl"
+    fi
+    grep -q '@REV@' "$tmpl" || die "$scen: could not make the rewrite template"
+    sed 's/@REV@/0/g' "$tmpl" >"$target"
+    local -A P S
+    for mode in off all incremental; do
+        start_axle "$scen-$mode" "$site" "$mode"
+        P[$mode]=$AX_PORT
+        S[$mode]=$AX_PID
+    done
+    local ref=$REF/$scen-before
+    curl -sS -o "$ref" "http://$HOST:${P[off]}$DOC_URL"
+    check "$scen" article "$DOC_URL" "$ref" before axle-off "${P[off]}" axle-all "${P[all]}" axle-incremental "${P[incremental]}"
+
+    start_bg "$CLIENT_CPU" "$WORK/logs/$scen-writer.log" perl "$HERE/bench.pl" rewrite "$tmpl" "$target" \
+        "$CHURN_INTERVAL" "$WORK/$scen/rewrites"
+    local writer=$STARTED_PID t0 t1
+    t0=$(date +%s.%N)
+    CELL_ENV=(BENCH_COUNT_CACHE=1)
+    for mode in all incremental off; do
+        cell "$scen" article "axle-$mode" keep-alive "$CONNECTIONS" "${P[$mode]}" "${S[$mode]}" "$DOC_URL"
+    done
+    CELL_ENV=()
+    stop_pid "$writer"
+    t1=$(date +%s.%N)
+    local n
+    n=$(cat "$WORK/$scen/rewrites" 2>/dev/null || echo 0)
+    add type=note "text=$scen: $n rewrites of $(basename "$target") in $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.1f", b - a}') s (every ${CHURN_INTERVAL} s, write a temporary file and rename it), during the warm-ups and the measured runs"
+    # After the last rewrite: the three modes must agree, and show the last revision.
+    sleep 0.3
+    ref=$REF/$scen-after
+    curl -sS -o "$ref" "http://$HOST:${P[off]}$DOC_URL"
+    check "$scen" article "$DOC_URL" "$ref" after axle-off "${P[off]}" axle-all "${P[all]}" axle-incremental "${P[incremental]}"
+    if [[ $scen == churn ]] && ! grep -q -- "<!-- rev $n -->" "$ref"; then
+        add type=check "scenario=$scen" case=article target=axle-off "url=$DOC_URL" when=after \
+            "result=STALE: the body does not show the last revision ($n)" "bytes=$(wc -c <"$ref")"
+        CHECK_FAILURES=$((CHECK_FAILURES + 1))
+        warn "$scen: axle (off) does not show the last revision $n"
+    fi
+    if [[ $scen == dynamic ]] && [[ -e $REF/doc ]] && ! cmp -s "$ref" "$REF/doc"; then
+        warn "$scen: the rewritten article renders differently from the original (stage 1 should ignore <revision>)"
+    fi
+    for mode in off all incremental; do stop_pid "${S[$mode]}"; done
+}
+
+# --- heavy: DocBook and xmlspec from the libxslt suite ---------------------------------------
+scenario_heavy() {
+    local site=$WORK/heavy/site mode
+    [[ -d $LIBXSLT_SUITE/docbook && -d $LIBXSLT_SUITE/xmlspec ]] ||
+        { add type=note "text=heavy: skipped, no libxslt suite at $LIBXSLT_SUITE"; warn "heavy: no $LIBXSLT_SUITE"; return 0; }
+    mkdir -p "$site"
+    cp -r "$LIBXSLT_SUITE/docbook" "$LIBXSLT_SUITE/xmlspec" "$site/"
+    chmod -R u+w "$site"
+    # The pairings of MANIFEST.tsv: docbook/html/gdp-handbook (--nonet
+    # html/docbook.xsl on test/gdp-handbook.xml) and xmlspec/REC-xml-20001006
+    # (REC-xml-2e.xsl on REC-xml-20001006.xml). The sources are unchanged:
+    # a site config names the stylesheet (used when a document has no PI).
+    cat >"$site/axle.toml" <<'EOF'
+[[location."/docbook".processor]]
+type = "text/xsl"
+href = "/docbook/html/docbook.xsl"
+
+[[location."/xmlspec".processor]]
+type = "text/xsl"
+href = "/xmlspec/REC-xml-2e.xsl"
+EOF
+    "$BIN" check --config "$site/axle.toml" >&2
+    local -A P S
+    for mode in off all incremental; do
+        start_axle "heavy-$mode" "$site" "$mode"
+        P[$mode]=$AX_PORT
+        S[$mode]=$AX_PID
+    done
+    local case xsl xml url
+    for case in docbook xmlspec; do
+        if [[ $case == docbook ]]; then
+            xsl=docbook/html/docbook.xsl xml=docbook/test/gdp-handbook.xml url=$DOCBOOK_URL
+        else
+            xsl=xmlspec/REC-xml-2e.xsl xml=xmlspec/REC-xml-20001006.xml url=$XMLSPEC_URL
+        fi
+        # the reference is xsltproc's output
+        (cd "$site" && xsltproc --nonet "$xsl" "$xml") >"$REF/heavy-$case" 2>"$WORK/logs/xsltproc-$case.err" ||
+            warn "xsltproc $case exited non-zero (see $WORK/logs/xsltproc-$case.err)"
+        check heavy "$case" "$url" "$REF/heavy-$case" before axle-off "${P[off]}" axle-all "${P[all]}" axle-incremental "${P[incremental]}"
+        WRK_EXTRA=(--timeout 30s)
+        for mode in off all incremental; do
+            cell heavy "$case" "axle-$mode" keep-alive "$HEAVY_CONNECTIONS" "${P[$mode]}" "${S[$mode]}" "$url" \
+                "body_bytes_each=$(wc -c <"$REF/heavy-$case")"
+        done
+        WRK_EXTRA=()
+        check heavy "$case" "$url" "$REF/heavy-$case" after axle-off "${P[off]}" axle-all "${P[all]}" axle-incremental "${P[incremental]}"
+        # xsltproc per request: process start, parse, compile, transform, write
+        (cd "$site" && hyperfine -N --runs "$HEAVY_RUNS" --warmup 2 --export-json "$WORK/heavy/hf-$case.json" \
+            "taskset -c $SERVER_CPU xsltproc --nonet -o /dev/null $xsl $xml") >"$WORK/logs/hyperfine-$case.log" 2>&1 ||
+            { cat "$WORK/logs/hyperfine-$case.log" >&2; die "hyperfine failed"; }
+        "${BENCH[@]}" hyperfine "$RESULTS" "$WORK/heavy/hf-$case.json" type=xsltproc scenario=heavy "case=$case" \
+            target=xsltproc conn=– connections=1 "url=$url" \
+            "notes=per request: hyperfine -N, $HEAVY_RUNS runs of xsltproc --nonet (pinned to CPU $SERVER_CPU); req/s = 1 / mean, p50 = median, max = slowest run"
+        log "heavy    $case xsltproc: $(perl -MJSON::PP -0 -ne 'my $r = decode_json($_)->{results}[0]; printf "%.1f ms mean = %.1f req/s", 1000 * $r->{mean}, 1 / $r->{mean}' "$WORK/heavy/hf-$case.json")"
+    done
+    for mode in off all incremental; do stop_pid "${S[$mode]}"; done
+}
+
+# --- site: many small documents, cache smaller than the working set --------------------------
+scenario_site() {
+    local base=$WORK/sitegen site mode
+    site=$base
+    log "generating $SITE_DOCS documents"
+    mkdir -p "$site/stylesheets"
+    cp samples/stylesheets/*.xsl "$site/stylesheets/"
+    perl "$HERE/gen/site.pl" "$site" "$SITE_DOCS"
+    local fmt="/site/%03d/%06d.xml" cache_bytes=$((SITE_CACHE_MIB * 1024 * 1024))
+    # Stage sizes on a sample (for the incremental mode, which also keeps
+    # every stage-1 output in the same budget).
+    local i n sample=() s1=0 s2=0 tr=$WORK/sitegen-trace
+    for i in $(seq 1 20); do
+        n=$(((i * 7919 * 13) % SITE_DOCS))
+        sample+=("$n")
+    done
+    mkdir -p "$tr"
+    for n in "${sample[@]}"; do
+        local f
+        # shellcheck disable=SC2059 # the format is ours
+        f=$site$(printf "$fmt" $((n / 1000)) "$n")
+        "$BIN" render --root "$site" --trace "$tr" "$f" >"$tr/out-$n"
+    done
+    s1=$(cat "$tr"/*.1 | wc -c)
+    s2=$(cat "$tr"/out-* | wc -c)
+    local avg1=$((s1 / ${#sample[@]})) avg2=$((s2 / ${#sample[@]}))
+    for mode in all incremental; do
+        start_axle "site-$mode" "$site" "$mode" --cache-size "${SITE_CACHE_MIB}MiB"
+        local port=$AX_PORT pid=$AX_PID url
+        for n in "${sample[@]}"; do
+            # shellcheck disable=SC2059 # the format is ours
+            url=$(printf "$fmt" $((n / 1000)) "$n")
+            check site "$mode" "$url" "$tr/out-$n" before "axle-$mode" "$port"
+        done
+        # Warm up until the cache must be full: with uniform requests,
+        # K distinct documents take about -N ln(1 - K/N) requests; go to
+        # 1.5 times that (at most SITE_WARMUP_MAX seconds).
+        local k need warmed=0 t=0 chunk=5 out hits
+        k=$(awk -v c="$cache_bytes" -v b="$avg2" 'BEGIN {printf "%d", c / b}')
+        need=$(awk -v k="$k" -v n="$SITE_DOCS" 'BEGIN {r = k / n; if (r >= 1) r = 0.999; printf "%d", -1.5 * n * log(1 - r)}')
+        log "site $mode: warming up to $need requests (K ≈ $k of N = $SITE_DOCS)"
+        while ((warmed < need && t < SITE_WARMUP_MAX)); do
+            out=$WORK/wrk/site-$mode-warm-$t.txt
+            BENCH_RANDOM_N=$SITE_DOCS BENCH_RANDOM_FMT=$fmt BENCH_COUNT_CACHE=1 taskset -c "$CLIENT_CPU" \
+                wrk -t"$THREADS" -c"$CONNECTIONS" -d"${chunk}s" -s "$HERE/bench.lua" "http://$HOST:$port/" >"$out" 2>&1 || true
+            n=$(sed -n 's/^BENCHJSON {"requests":\([0-9]*\).*/\1/p' "$out")
+            hits=$(grep -o '"hit":[0-9]*' "$out" | head -n1 | cut -d: -f2 || true)
+            warmed=$((warmed + ${n:-0}))
+            t=$((t + chunk))
+            log "site $mode: warm-up ${t}s, $warmed requests, hit ratio of the last ${chunk}s: $(awk -v h="${hits:-0}" -v n="${n:-0}" 'BEGIN {printf "%.1f%%", n ? 100 * h / n : 0}')"
+        done
+        CELL_ENV=(BENCH_RANDOM_N="$SITE_DOCS" BENCH_RANDOM_FMT="$fmt" BENCH_COUNT_CACHE=1)
+        local saved_warmup=$WARMUP
+        WARMUP=0
+        cell site "$mode" "axle-$mode" keep-alive "$CONNECTIONS" "$port" "$pid" / \
+            "cache_size_bytes=$cache_bytes" "documents=$SITE_DOCS" "warmup_requests=$warmed"
+        WARMUP=$saved_warmup
+        CELL_ENV=()
+        local hwm rss
+        hwm=$(awk '/^VmHWM:/ {print $2}' "/proc/$pid/status")
+        rss=$(awk '/^VmRSS:/ {print $2}' "/proc/$pid/status")
+        for n in "${sample[@]}"; do
+            # shellcheck disable=SC2059 # the format is ours
+            url=$(printf "$fmt" $((n / 1000)) "$n")
+            check site "$mode" "$url" "$tr/out-$n" after "axle-$mode" "$port"
+        done
+        stop_pid "$pid"
+        # The site row: hit ratio against the ideal K/N.
+        perl -MJSON::PP -e '
+            my ($results, $mode, $docs, $cache, $hwm, $rss, $avg1, $avg2, $warm) = @ARGV;
+            open my $fh, "<", $results or die;
+            my $cell;
+            while (<$fh>) { my $r = decode_json($_); $cell = $r if $r->{type} eq "cell" && $r->{scenario} eq "site" && $r->{case} eq $mode }
+            die "no site cell for $mode\n" unless $cell;
+            my $c = $cell->{cache_counts} || {};
+            my $n = 0; $n += $_ for values %$c;
+            my $avg = $cell->{responses_counted} ? $cell->{body_bytes} / $cell->{responses_counted} : $avg2;
+            my $k = $cache / $avg;
+            my $k2 = $cache / ($avg + $avg1);
+            my %row = (type => "site", mode => $mode, documents => $docs + 0, cache_size_bytes => $cache + 0,
+                avg_body_bytes => 0 + sprintf("%.0f", $avg), working_set_bytes => 0 + sprintf("%.0f", $avg * $docs),
+                avg_stage1_bytes => $avg1 + 0, ideal_k => 0 + sprintf("%.0f", $k),
+                ideal_hit_ratio => 0 + sprintf("%.4f", $k >= $docs ? 1 : $k / $docs),
+                ideal_hit_ratio_with_stage_outputs => 0 + sprintf("%.4f", $k2 >= $docs ? 1 : $k2 / $docs),
+                hit_ratio => 0 + sprintf("%.4f", $n ? ($c->{hit} // 0) / $n : 0),
+                partial_ratio => 0 + sprintf("%.4f", $n ? (eval { my $p = 0; $p += $c->{$_} for grep { /^partial/ } keys %$c; $p }) / $n : 0),
+                responses => $n, requests_per_sec => $cell->{requests_per_sec},
+                rss_peak_kb => $hwm + 0, rss_end_kb => $rss + 0, warmup_requests => $warm + 0);
+            open my $o, ">>", $results or die;
+            print $o JSON::PP->new->canonical->encode(\%row), "\n";
+        ' "$RESULTS" "$mode" "$SITE_DOCS" "$cache_bytes" "$hwm" "$rss" "$avg1" "$avg2" "$warmed"
+        # and a note in the main table's row
+        local last
+        last=$(tail -n1 "$RESULTS")
+        add type=note "text=site ($mode): $(echo "$last" | perl -MJSON::PP -ne '
+            my $s = decode_json($_);
+            printf "hit ratio %.1f%% (ideal K/N = %.1f%%; with the stage-1 outputs also in the budget, as incremental keeps them: %.1f%%), avg body %d B, working set %.0f MiB > cache %.0f MiB, peak RSS %.1f MiB (VmHWM), %d warm-up requests",
+                100 * $s->{hit_ratio}, 100 * $s->{ideal_hit_ratio}, 100 * $s->{ideal_hit_ratio_with_stage_outputs},
+                $s->{avg_body_bytes}, $s->{working_set_bytes} / 1048576, $s->{cache_size_bytes} / 1048576,
+                $s->{rss_peak_kb} / 1024, $s->{warmup_requests}')"
+    done
+}
+
+# --- run ---------------------------------------------------------------------------------------
+NOW=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+STAMP=$(date -u +%Y-%m-%dT%H%M%SZ)
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
+START_S=$(date +%s)
+sample_busy start
+log "$PINNING"
+log "scenarios: $SCENARIOS; DURATION=$DURATION per cell, WARMUP=$WARMUP"
+
+for scen in $ALL_SCENARIOS; do
+    want "$scen" || continue
+    case $scen in
+    doc | trivial | hello | c1000)
+        start_main
+        sample_busy "before $scen"
+        case $scen in
+        doc) scenario_doc_like doc article "$DOC_URL" "$REF/doc" ;;
+        trivial) scenario_doc_like trivial trivial "$TRIVIAL_URL" "$REF/trivial" ;;
+        hello) scenario_hello ;;
+        c1000) scenario_c1000 ;;
+        esac
+        ;;
+    churn | dynamic)
+        stop_main
+        sample_busy "before $scen"
+        scenario_rewrite "$scen"
+        ;;
+    heavy)
+        stop_main
+        sample_busy "before heavy"
+        scenario_heavy
+        ;;
+    site)
+        stop_main
+        sample_busy "before site"
+        scenario_site
+        ;;
+    esac
+done
+stop_main
+sample_busy end
+LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
+ELAPSED=$(($(date +%s) - START_S))
+
+# --- report -------------------------------------------------------------------------------------
+CPU_MODEL=$(awk -F': *' '/^model name/ {print $2; exit}' /proc/cpuinfo || true)
+MEM_GIB=$(awk '/^MemTotal:/ {printf "%.0f", $2 / 1048576}' /proc/meminfo)
+# shellcheck disable=SC1091
+OS=$(. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME" || echo unknown)
+GIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+[[ -z $(git status --porcelain --untracked-files=no 2>/dev/null) ]] || GIT="$GIT (with uncommitted changes)"
+NGINX_V=$(nginx -v 2>&1 | sed 's#.*nginx/##' || true)
+APACHE_V=$(apache2 -v 2>/dev/null | sed -n 's#^Server version: Apache/\([^ ]*\).*#\1#p' || true)
+MODPERL_V=$(dpkg-query -W -f '${Version}' libapache2-mod-perl2 2>/dev/null || echo '?')
+LIBXSLT_PERL_V=$(perl -MXML::LibXSLT -e 'print $XML::LibXSLT::VERSION, " (libxslt ", XML::LibXSLT::LIBXSLT_DOTTED_VERSION(), ")"' 2>/dev/null || echo '?')
+STARLET_V=$(dpkg-query -W -f '${Version}' starlet 2>/dev/null || echo '?')
+WRK_V=$( (wrk -v 2>&1 || true) | head -n1 | awk '{print $2}')
+XSLTPROC_V=$( (xsltproc --version 2>/dev/null || true) | head -n1 | sed 's/^Using //')
+HYPERFINE_V=$(hyperfine --version 2>/dev/null | awk '{print $2}' || true)
+
+add type=meta "date=$NOW" "git_commit=$GIT" "axle_bin=$BIN" \
+    "machine=$NPROC CPUs ($CPU_MODEL), $MEM_GIB GiB RAM, $OS, Linux $(uname -r)" \
+    "machine_detail:={\"nproc\": $NPROC, \"cpu_model\": \"$CPU_MODEL\", \"mem_gib\": $MEM_GIB, \"os\": \"$OS\", \"kernel\": \"$(uname -r)\"}" \
+    "software=nginx $NGINX_V (static; XSLT filter module), Apache $APACHE_V prefork + mod_perl $MODPERL_V + XML::LibXSLT $LIBXSLT_PERL_V, Starlet $STARLET_V (plackup -E deployment, $HELLO_CONNECTIONS workers, keep-alive on), xsltproc ($XSLTPROC_V), wrk $WRK_V, hyperfine $HYPERFINE_V" \
+    "pinning=$PINNING" \
+    "axle_workers=Axle with its defaults (--workers 0 = one transform thread per CPU it may run on = 1 here; --cache-size 256MiB except in site)" \
+    "load=wrk -t$THREADS with bench.lua, $DURATION per cell after an unrecorded $WARMUP warm-up; c=$CONNECTIONS unless the c column says otherwise; HTTP/1.1 keep-alive, or close (request header Connection: close: a new connection per request); open files limit $NOFILE; $ELAPSED s in all" \
+    "duration=$DURATION" "warmup=$WARMUP" "scenarios=$SCENARIOS" \
+    "loadavg_before=$LOAD_BEFORE" "loadavg_after=$LOAD_AFTER" "busy_max_percent=$BUSY_MAX" "elapsed_s=$ELAPSED"
+
+mkdir -p "$HERE/results"
+OUT_JSON="benches/load/results/peers-$STAMP.json"
+OUT_MD="benches/load/results/peers-$STAMP.md"
+echo
+"${BENCH[@]}" report "$RESULTS" "$ROOT/$OUT_JSON" "$ROOT/$OUT_MD"
+if ((CHECK_FAILURES)); then
+    echo
+    echo "run.sh: $CHECK_FAILURES body check(s) FAILED (see above); kept $WORK" >&2
+    exit 1
+fi
