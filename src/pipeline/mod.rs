@@ -874,11 +874,9 @@ impl ChainJob {
             }
             StageData::Dom(doc) => (Bytes::new(), Some(doc)),
         };
-        let hash = if tree.is_some() && !need_bytes {
-            ContentHash::of(b"")
-        } else {
-            ContentHash::of(&bytes)
-        };
+        // (Empty bytes when a faithful tree is handed on without them: only
+        // `run_all` does that, and it uses such an entry's deps alone.)
+        let hash = ContentHash::of(&bytes);
         let entry = Entry {
             bytes,
             hash,
@@ -934,7 +932,7 @@ impl ChainJob {
 
     fn stage_error(&self, index: usize, error: LanguageError) -> PipelineError {
         if index == 0 {
-            let document = || rel_of(&self.files, &self.base_url);
+            let document = || decoded(&self.base_url);
             match &error {
                 LanguageError::Xml(e @ XmlError::Parse { .. })
                     if is_source_error(e, &self.base_url) =>
@@ -981,7 +979,7 @@ fn is_source_error(e: &XmlError, base_url: &str) -> bool {
     matches!(e, XmlError::Parse { file: Some(f), .. } if f == base_url)
 }
 
-fn rel_of(_files: &FileProvider, url: &str) -> String {
+fn decoded(url: &str) -> String {
     percent_encoding::percent_decode_str(url)
         .decode_utf8_lossy()
         .into_owned()

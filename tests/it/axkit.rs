@@ -17,27 +17,19 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axle::CacheMode;
-use axle::http::App;
 use axle::site::SiteConfig;
 
-use crate::support::{MODES, Resp, TestSite, tick};
+use crate::support::{MODES, Resp, TestServer, TestSite, tick};
 
 // ---------------------------------------------------------------------------
 // Helpers
 
-/// An in-process server with a site configuration (the TOML text).
+/// An in-process server with a site configuration (the TOML text): the
+/// shared `TestServer`, plus the mode and a client with a timeout.
 struct Server {
-    addr: std::net::SocketAddr,
-    app: Arc<App>,
+    inner: TestServer,
     mode: CacheMode,
     client: reqwest::Client,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
 }
 
 impl Server {
@@ -46,20 +38,11 @@ impl Server {
             .unwrap_or_else(|e| panic!("bad test config: {e}\n{toml}"));
         let mut config = axle::ServeConfig::new(root);
         config.cache_mode = mode;
-        config.workers = 2;
-        let app = App::with_site(&config, axle::Registry::default(), site).unwrap();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let router = axle::http::router(app.clone());
-        let task = tokio::spawn(async move {
-            axum::serve(listener, router).await.unwrap();
-        });
+        let inner = TestServer::start_full(config, axle::Registry::default(), site).await;
         Server {
-            addr,
-            app,
+            inner,
             mode,
             client: client(),
-            task,
         }
     }
 
@@ -70,14 +53,7 @@ impl Server {
         headers: &[(&str, &str)],
         body: Option<&str>,
     ) -> Resp {
-        send(
-            &self.client,
-            method,
-            &format!("http://{}{}", self.addr, path),
-            headers,
-            body,
-        )
-        .await
+        send(&self.client, method, &self.inner.url(path), headers, body).await
     }
 
     async fn get(&self, path: &str) -> Resp {
@@ -107,7 +83,7 @@ impl Server {
 
     /// Entries in the output store, after moka's pending maintenance.
     async fn entries(&self) -> u64 {
-        let store = self.app.pipeline().store();
+        let store = self.inner.app.pipeline().store();
         store.sync().await;
         store.entry_count()
     }
@@ -119,15 +95,7 @@ impl Server {
     /// Sends a raw request line (paths a client library would normalize);
     /// returns the status and the whole response text.
     async fn raw(&self, path: &str) -> (u16, String) {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let mut stream = tokio::net::TcpStream::connect(self.addr).await.unwrap();
-        let req = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
-        stream.write_all(req.as_bytes()).await.unwrap();
-        let mut buf = Vec::new();
-        stream.read_to_end(&mut buf).await.unwrap();
-        let text = String::from_utf8_lossy(&buf).into_owned();
-        let status = text.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0);
-        (status, text)
+        self.inner.raw(path).await
     }
 }
 

@@ -131,12 +131,19 @@ impl TestServer {
         Self::start_config(config, axle::Registry::default()).await
     }
 
-    pub async fn start_config(
+    pub async fn start_config(config: axle::ServeConfig, registry: axle::Registry) -> TestServer {
+        let site = axle::site::SiteConfig::defaults(registry.clone());
+        Self::start_full(config, registry, site).await
+    }
+
+    /// A server with a loaded site configuration.
+    pub async fn start_full(
         mut config: axle::ServeConfig,
         registry: axle::Registry,
+        site: axle::site::SiteConfig,
     ) -> TestServer {
         config.workers = 2;
-        let app = App::new(&config, registry).unwrap();
+        let app = App::with_site(&config, registry, site).unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let router = axle::http::router(app.clone());
