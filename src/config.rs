@@ -37,6 +37,30 @@ impl std::fmt::Display for CacheMode {
     }
 }
 
+/// How a cached response is known to be fresh (chosen at start-up,
+/// `--freshness`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
+pub enum Freshness {
+    /// `stat` every file a response came from, on every request (AxKit's
+    /// way). Right for any filesystem.
+    Check,
+    /// Watch the directories those files are in (inotify) and apply queued
+    /// changes before each request: no `stat` on a hit. Falls back to
+    /// `check` where watching is impossible. Misses writes through a hard
+    /// link in an unwatched directory, through `mmap`, and by other
+    /// machines on network filesystems.
+    Watch,
+}
+
+impl std::fmt::Display for Freshness {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Freshness::Check => "check",
+            Freshness::Watch => "watch",
+        })
+    }
+}
+
 /// Everything a server (or an embedded pipeline) needs at start-up.
 #[derive(Debug, Clone)]
 pub struct ServeConfig {
@@ -52,10 +76,15 @@ pub struct ServeConfig {
     pub limits: Limits,
     /// Transform worker threads (0: one per CPU).
     pub workers: usize,
+    /// Threads accepting and serving connections, each with its own
+    /// single-threaded runtime (0: one per CPU).
+    pub io_threads: usize,
     /// Serialize and re-parse at every stage boundary instead of handing
     /// faithful trees on. Slower; exists to verify that the hand-off never
     /// changes a byte (the tests compare both).
     pub force_byte_handoff: bool,
+    /// How hits are checked for freshness.
+    pub freshness: Freshness,
 }
 
 impl ServeConfig {
@@ -68,7 +97,9 @@ impl ServeConfig {
             cache_size: DEFAULT_CACHE_SIZE,
             limits: Limits::default(),
             workers: 0,
+            io_threads: 0,
             force_byte_handoff: false,
+            freshness: Freshness::Watch,
         }
     }
 }

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use axle::Registry;
-use axle::config::{CacheMode, DEFAULT_CACHE_SIZE, ServeConfig, parse_size};
+use axle::config::{CacheMode, DEFAULT_CACHE_SIZE, Freshness, ServeConfig, parse_size};
 use axle::http::HttpError;
 use axle::pipeline::Pipeline;
 use axle::provider::{Provider, ResourceKind};
@@ -44,6 +44,15 @@ enum Command {
         /// Transform threads (0: one per CPU).
         #[arg(long, default_value_t = 0)]
         workers: usize,
+        /// Threads serving connections, each with its own listener on the
+        /// same address (0: one per CPU).
+        #[arg(long, default_value_t = 0)]
+        io_threads: usize,
+        /// How a cached response is checked: `watch` (inotify; a hit costs
+        /// no stat) or `check` (stat every file it came from, per request;
+        /// for network filesystems and hard-linked trees).
+        #[arg(long, value_enum, default_value_t = Freshness::Watch)]
+        freshness: Freshness,
         /// The site configuration (default: axle.toml in the root, if any).
         /// SIGHUP reloads it.
         #[arg(long)]
@@ -99,7 +108,7 @@ fn main() -> ExitCode {
         .init();
     axle::ffi::init();
     let cli = Cli::parse();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
+    let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
@@ -125,6 +134,8 @@ fn main() -> ExitCode {
             cache,
             cache_size,
             workers,
+            io_threads,
+            freshness,
             config: site_file,
         } => {
             let mut config = ServeConfig::new(root);
@@ -132,6 +143,8 @@ fn main() -> ExitCode {
             config.cache_mode = cache;
             config.cache_size = cache_size;
             config.workers = workers;
+            config.io_threads = io_threads;
+            config.freshness = freshness;
             runtime
                 .block_on(axle::http::serve_with(
                     &config,

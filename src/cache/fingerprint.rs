@@ -89,6 +89,12 @@ impl Fingerprints {
             .map(|(stamp, _)| stamp)
     }
 
+    /// Forgets what is known about `path` (it changed): the next check
+    /// re-reads it even if its stamp looks the same.
+    pub fn forget(&self, path: &Path) {
+        self.memo.invalidate(path);
+    }
+
     /// Reads `path`, returning its bytes and their hash, and memoizes the
     /// hash under the stamp taken *before* reading (a write during the read
     /// changes the stamp, so the next check re-hashes).

@@ -11,24 +11,48 @@
 //! (or a file gone) falls back to the full path, which then refreshes the
 //! memo. The document is stat'ed through the request path, so a symlink
 //! re-pointed to another file is noticed too.
+//!
+//! With a [`Watcher`] (the `watch` freshness mode) an entry records the
+//! change counters of those same paths instead, and a hit costs no `stat`
+//! at all: one non-blocking read of the change queue per request.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::watch::{Token, Watcher};
 use super::{Key, Stamp};
+
+/// How a memoized response is known to be still valid.
+#[derive(Debug)]
+pub enum Validity {
+    /// Files and the stamps they must still have (one `stat` each).
+    Stamps(Vec<(PathBuf, Stamp)>),
+    /// Change counters of every name on the way to those files.
+    Watched(Token),
+}
+
+impl Validity {
+    fn weight(&self) -> usize {
+        match self {
+            Validity::Stamps(checks) => checks.iter().map(|(p, _)| p.as_os_str().len() + 64).sum(),
+            Validity::Watched(token) => token.weight(),
+        }
+    }
+}
 
 /// One memoized response with its validators.
 #[derive(Debug)]
 pub struct HotEntry<T> {
     /// The response.
     pub value: T,
-    /// Files and the stamps they must still have.
-    pub checks: Vec<(PathBuf, Stamp)>,
+    /// What must still hold for it to be served.
+    pub validity: Validity,
 }
 
-/// The memo, bounded in entries.
+/// The memo, bounded in bytes.
 pub struct HotMemo<T> {
     cache: moka::sync::Cache<Key, Arc<HotEntry<T>>>,
+    watcher: Option<Watcher>,
 }
 
 impl<T> std::fmt::Debug for HotMemo<T> {
@@ -53,25 +77,35 @@ impl Weight for u32 {
 
 impl<T: Clone + Weight + Send + Sync + 'static> HotMemo<T> {
     /// A memo holding at most `budget` bytes (values weighed by
-    /// [`Weight`], plus their checks).
-    pub fn new(budget: u64) -> Self {
+    /// [`Weight`], plus their checks), checking entries by `stat`, or by
+    /// `watcher` when there is one.
+    pub fn new(budget: u64, watcher: Option<Watcher>) -> Self {
         let cache = moka::sync::Cache::builder()
             .max_capacity(budget)
             .weigher(|_k: &Key, v: &Arc<HotEntry<T>>| {
-                let checks: usize = v.checks.iter().map(|(p, _)| p.as_os_str().len() + 64).sum();
-                u32::try_from(v.value.weight() + checks + 96).unwrap_or(u32::MAX)
+                u32::try_from(v.value.weight() + v.validity.weight() + 96).unwrap_or(u32::MAX)
             })
             .build();
-        HotMemo { cache }
+        HotMemo { cache, watcher }
     }
 
-    /// The response under `key` if every file still has its stamp.
+    /// Whether entries are checked by watching rather than by `stat`.
+    pub fn watching(&self) -> bool {
+        self.watcher.is_some()
+    }
+
+    /// The response under `key` if nothing it came from has changed.
     pub fn get(&self, key: &Key) -> Option<T> {
         let entry = self.cache.get(key)?;
-        let fresh = entry
-            .checks
-            .iter()
-            .all(|(path, stamp)| Stamp::current(path).is_ok_and(|now| now == *stamp));
+        let fresh = match &entry.validity {
+            Validity::Stamps(checks) => checks
+                .iter()
+                .all(|(path, stamp)| Stamp::current(path).is_ok_and(|now| now == *stamp)),
+            Validity::Watched(token) => self.watcher.as_ref().is_some_and(|w| {
+                w.sync();
+                w.unchanged(token)
+            }),
+        };
         if fresh {
             Some(entry.value.clone())
         } else {
@@ -80,9 +114,29 @@ impl<T: Clone + Weight + Send + Sync + 'static> HotMemo<T> {
         }
     }
 
-    /// Remembers `value` under `key`, valid while `checks` hold.
-    pub fn put(&self, key: Key, value: T, checks: Vec<(PathBuf, Stamp)>) {
-        self.cache.insert(key, Arc::new(HotEntry { value, checks }));
+    /// Remembers `value` under `key`, valid while `checks` hold (files
+    /// under `root`, with the stamps they had when they were read). When
+    /// watching, the files are watched and their stamps verified once now;
+    /// a file that already changed means nothing is remembered.
+    pub fn put(&self, key: Key, value: T, root: &Path, checks: Vec<(PathBuf, Stamp)>) {
+        let validity = match self
+            .watcher
+            .as_ref()
+            .and_then(|w| w.register(root, checks.iter().map(|(p, _)| p.as_path())))
+        {
+            Some(token) => {
+                let unchanged = checks
+                    .iter()
+                    .all(|(path, stamp)| Stamp::current(path).is_ok_and(|now| now == *stamp));
+                if !unchanged {
+                    return;
+                }
+                Validity::Watched(token)
+            }
+            None => Validity::Stamps(checks),
+        };
+        self.cache
+            .insert(key, Arc::new(HotEntry { value, validity }));
     }
 
     /// Forgets everything (on configuration reload).
@@ -99,16 +153,44 @@ mod tests {
     #[test]
     fn a_changed_or_missing_file_invalidates() {
         let dir = tempfile::tempdir().unwrap();
-        let a = dir.path().join("a");
+        let root = dir.path().canonicalize().unwrap();
+        let a = root.join("a");
+        for watcher in [None, Some(Watcher::new(10, None).unwrap())] {
+            std::fs::write(&a, "1").unwrap();
+            let memo = HotMemo::new(10_000, watcher);
+            let key = KeyBuilder::new("t").finish();
+            memo.put(
+                key,
+                7u32,
+                &root,
+                vec![(a.clone(), Stamp::current(&a).unwrap())],
+            );
+            assert_eq!(memo.get(&key), Some(7));
+            std::fs::write(&a, "22").unwrap();
+            assert_eq!(memo.get(&key), None);
+            memo.put(
+                key,
+                8u32,
+                &root,
+                vec![(a.clone(), Stamp::current(&a).unwrap())],
+            );
+            assert_eq!(memo.get(&key), Some(8));
+            std::fs::remove_file(&a).unwrap();
+            assert_eq!(memo.get(&key), None);
+        }
+    }
+
+    #[test]
+    fn watching_refuses_a_file_that_changed_before_it_was_watched() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let a = root.join("a");
         std::fs::write(&a, "1").unwrap();
-        let memo = HotMemo::new(10_000);
+        let read_at = Stamp::current(&a).unwrap();
+        std::fs::write(&a, "two").unwrap();
+        let memo = HotMemo::new(10_000, Some(Watcher::new(10, None).unwrap()));
         let key = KeyBuilder::new("t").finish();
-        memo.put(key, 7u32, vec![(a.clone(), Stamp::current(&a).unwrap())]);
-        assert_eq!(memo.get(&key), Some(7));
-        std::fs::write(&a, "22").unwrap();
-        assert_eq!(memo.get(&key), None);
-        memo.put(key, 8u32, vec![(a.clone(), Stamp::current(&a).unwrap())]);
-        std::fs::remove_file(&a).unwrap();
+        memo.put(key, 7u32, &root, vec![(a.clone(), read_at)]);
         assert_eq!(memo.get(&key), None);
     }
 }

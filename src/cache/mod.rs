@@ -1,6 +1,8 @@
 //! Caching: content hashes and keys ([`key`]), the stat-memoized file hashes
 //! that make freshness checks cheap ([`fingerprint`]), and the bounded,
-//! byte-weighed output store ([`store`]) that coalesces concurrent misses.
+//! byte-weighed output store ([`store`]) that coalesces concurrent misses,
+//! the hot-response memo ([`hot`]) and the directory watches that let it
+//! skip even the `stat`s ([`watch`]).
 //!
 //! The cache never decides *what* a key covers for a stage; the pipeline
 //! builds keys here from content hashes only.
@@ -9,11 +11,13 @@ mod fingerprint;
 mod hot;
 mod key;
 mod store;
+mod watch;
 
 pub use fingerprint::{Fingerprints, Stamp};
-pub use hot::{HotEntry, HotMemo, Weight};
+pub use hot::{HotEntry, HotMemo, Validity, Weight};
 pub use key::{ContentHash, KEY_CONTEXT, Key, KeyBuilder};
 pub use store::{Entry, Store};
+pub use watch::{Token, Watcher};
 
 use std::path::PathBuf;
 

@@ -213,6 +213,29 @@ impl RenderRequest {
     }
 }
 
+/// Directories watched at most in `watch` mode (inotify watches are a
+/// per-user kernel resource, 8,192 by default on older kernels); responses
+/// whose files lie beyond are checked by `stat`.
+const MAX_WATCHED_DIRS: usize = 8192;
+
+/// The watcher `config.freshness` asks for, if the system gives one.
+/// A changed file is also forgotten by the stat memo, so a rewrite that
+/// keeps size and (coarse) mtime is still re-read.
+fn watcher(config: &ServeConfig, fingerprints: &Fingerprints) -> Option<crate::cache::Watcher> {
+    if config.freshness != crate::config::Freshness::Watch || config.cache_mode == CacheMode::Off {
+        return None;
+    }
+    let fingerprints = fingerprints.clone();
+    let forget = Box::new(move |path: &Path| fingerprints.forget(path));
+    match crate::cache::Watcher::new(MAX_WATCHED_DIRS, Some(forget)) {
+        Ok(w) => Some(w),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot watch files; checking them by stat instead");
+            None
+        }
+    }
+}
+
 impl Pipeline {
     /// A pipeline over `config.root` with the given Languages.
     pub fn new(config: &ServeConfig, registry: Registry) -> std::io::Result<Pipeline> {
@@ -224,6 +247,7 @@ impl Pipeline {
         let fingerprints = Fingerprints::new(50_000);
         let files = FileProvider::new(&config.root, fingerprints.clone())?;
         let source_budget = (config.cache_size / 8).max(1 << 20);
+        let hot_watcher = watcher(config, &fingerprints);
         Ok(Pipeline {
             sources: CachingProvider::new(files.clone(), source_budget),
             files,
@@ -235,7 +259,7 @@ impl Pipeline {
                 fingerprints,
             ),
             prologs: moka::sync::Cache::new(20_000),
-            hot: HotMemo::new(config.cache_size / 4),
+            hot: HotMemo::new(config.cache_size / 4, hot_watcher),
             pool: Arc::new(Pool::new(config.workers)?),
             mode: config.cache_mode,
             limits: config.limits,
@@ -352,7 +376,7 @@ impl Pipeline {
         }
         let mut memo = rendered.clone();
         memo.validators = None;
-        self.hot.put(key, memo, checks);
+        self.hot.put(key, memo, self.files.root(), checks);
     }
 
     /// Forgets memoized responses (after a configuration reload).

@@ -1,0 +1,363 @@
+//! Directory watches (inotify) that let a memoized response be checked
+//! without a single `stat`: the `watch` freshness mode.
+//!
+//! A memo entry depends on a set of names: every path component from the
+//! document root down to each file it was computed from. The watcher keeps
+//! one inotify watch per directory on those paths and one generation
+//! counter per watched name; an event on a name bumps its counter, an event
+//! on a directory itself (deleted, moved, unwatched) bumps all of its names,
+//! and a queue overflow bumps a global epoch. An entry is fresh while every
+//! counter it recorded is unchanged.
+//!
+//! Exactness: the kernel queues an inotify event inside the system call
+//! that changes the file, before that call returns. [`Watcher::sync`]
+//! drains the queue (one non-blocking `read`) under a lock before every
+//! check, so a change that completed before a request arrived is always
+//! seen by it — the same guarantee a `stat` per file gives. Registration
+//! records the counters *before* the caller verifies its stamps once by
+//! `stat`, so a change between reading a file and watching it is caught
+//! too. Not seen: writes through a hard link in an unwatched directory,
+//! writes through `mmap`, changes made by another machine on a network
+//! filesystem; `freshness = check` is for such roots.
+
+use std::collections::HashMap;
+use std::ffi::{OsStr, OsString};
+use std::io;
+use std::path::{Component, Path};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use inotify::{EventMask, Inotify, WatchDescriptor, WatchMask};
+
+/// A counter of changes to one name (or, for the epoch, to everything).
+type Counter = Arc<AtomicU64>;
+
+/// What an entry recorded: counters and the values they had.
+#[derive(Debug, Clone)]
+pub struct Token {
+    epoch: u64,
+    names: Vec<(Counter, u64)>,
+}
+
+impl Token {
+    /// Approximate bytes held.
+    pub fn weight(&self) -> usize {
+        32 + self.names.len() * 24
+    }
+}
+
+struct Dir {
+    names: HashMap<OsString, Counter>,
+}
+
+struct Inner {
+    inotify: Inotify,
+    dirs: HashMap<std::path::PathBuf, Dir>,
+    by_wd: HashMap<WatchDescriptor, std::path::PathBuf>,
+    buffer: Vec<u8>,
+}
+
+/// Told the path of every changed name, while the change is applied (so
+/// memos keyed by path can forget it before any request looks).
+pub type OnChange = Box<dyn Fn(&Path) + Send + Sync>;
+
+/// The watcher (one per pipeline).
+pub struct Watcher {
+    inner: Mutex<Inner>,
+    on_change: Option<OnChange>,
+    epoch: AtomicU64,
+    /// Watched directories at most (inotify watches are a per-user kernel
+    /// resource); beyond it, registration fails and callers use stats.
+    max_dirs: usize,
+}
+
+impl std::fmt::Debug for Watcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Watcher")
+            .field("epoch", &self.epoch.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+const MASK: WatchMask = WatchMask::MODIFY
+    .union(WatchMask::ATTRIB)
+    .union(WatchMask::CLOSE_WRITE)
+    .union(WatchMask::MOVED_FROM)
+    .union(WatchMask::MOVED_TO)
+    .union(WatchMask::CREATE)
+    .union(WatchMask::DELETE)
+    .union(WatchMask::DELETE_SELF)
+    .union(WatchMask::MOVE_SELF)
+    .union(WatchMask::ONLYDIR);
+
+impl Watcher {
+    /// A watcher, or the reason the system has none (then callers check
+    /// by `stat`).
+    pub fn new(max_dirs: usize, on_change: Option<OnChange>) -> io::Result<Watcher> {
+        Ok(Watcher {
+            on_change,
+            inner: Mutex::new(Inner {
+                inotify: Inotify::init()?,
+                dirs: HashMap::new(),
+                by_wd: HashMap::new(),
+                buffer: vec![0; 64 * 1024],
+            }),
+            epoch: AtomicU64::new(0),
+            max_dirs,
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // A panic while holding the lock leaves counters at worst bumped
+        // too often, never too rarely: the state stays usable.
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Applies every queued event. Returns after the queue was seen empty.
+    pub fn sync(&self) {
+        let mut inner = self.lock();
+        self.drain(&mut inner);
+    }
+
+    fn drain(&self, inner: &mut Inner) {
+        let Inner {
+            inotify,
+            dirs,
+            by_wd,
+            buffer,
+        } = inner;
+        loop {
+            let events = match inotify.read_events(buffer) {
+                Ok(events) => events,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) => {
+                    // Cannot tell what changed: everything is stale.
+                    tracing::warn!(error = %e, "reading file-change events failed");
+                    self.epoch.fetch_add(1, Ordering::AcqRel);
+                    return;
+                }
+            };
+            for event in events {
+                if event.mask.contains(EventMask::Q_OVERFLOW) {
+                    self.epoch.fetch_add(1, Ordering::AcqRel);
+                    continue;
+                }
+                let Some(path) = by_wd.get(&event.wd) else {
+                    continue;
+                };
+                let Some(dir) = dirs.get(path) else {
+                    continue;
+                };
+                let whole_dir = event
+                    .mask
+                    .intersects(EventMask::IGNORED | EventMask::DELETE_SELF | EventMask::MOVE_SELF);
+                match event.name {
+                    Some(name) if !whole_dir => {
+                        if let Some(counter) = dir.names.get(name) {
+                            counter.fetch_add(1, Ordering::AcqRel);
+                            if let Some(tell) = &self.on_change {
+                                tell(&path.join(name));
+                            }
+                        }
+                    }
+                    _ => {
+                        for counter in dir.names.values() {
+                            counter.fetch_add(1, Ordering::AcqRel);
+                        }
+                    }
+                }
+                if event.mask.contains(EventMask::IGNORED) {
+                    // The watch is gone (directory deleted or unmounted):
+                    // forget it, so the next registration watches afresh.
+                    if let Some(path) = by_wd.remove(&event.wd) {
+                        dirs.remove(&path);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Watches every name on the way from `root` to each of `files` and
+    /// returns the token to check later, or `None` when a file is not
+    /// under `root` or a directory cannot be watched (callers then check
+    /// by `stat`). The caller must verify its stamps *after* this returns.
+    pub fn register<'a>(
+        &self,
+        root: &Path,
+        files: impl IntoIterator<Item = &'a Path>,
+    ) -> Option<Token> {
+        let mut inner = self.lock();
+        // Apply what is already queued, so the counters recorded below are
+        // current.
+        self.drain(&mut inner);
+        let epoch = self.epoch.load(Ordering::Acquire);
+        let mut names: Vec<(Counter, u64)> = Vec::new();
+        for file in files {
+            let rest = file.strip_prefix(root).ok()?;
+            let mut dir = root.to_path_buf();
+            for component in rest.components() {
+                let Component::Normal(name) = component else {
+                    return None;
+                };
+                let counter = self.name_counter(&mut inner, &dir, name)?;
+                if !names.iter().any(|(c, _)| Arc::ptr_eq(c, &counter)) {
+                    let seen = counter.load(Ordering::Acquire);
+                    names.push((counter, seen));
+                }
+                dir.push(name);
+            }
+        }
+        Some(Token { epoch, names })
+    }
+
+    fn name_counter(&self, inner: &mut Inner, dir: &Path, name: &OsStr) -> Option<Counter> {
+        if !inner.dirs.contains_key(dir) {
+            if inner.dirs.len() >= self.max_dirs {
+                return None;
+            }
+            let wd = match inner.inotify.watches().add(dir, MASK) {
+                Ok(wd) => wd,
+                Err(e) => {
+                    tracing::debug!(dir = %dir.display(), error = %e, "cannot watch a directory");
+                    return None;
+                }
+            };
+            // The same directory reached under another spelling (a
+            // symlink) gives the same descriptor: one entry per descriptor.
+            if let Some(old) = inner.by_wd.insert(wd.clone(), dir.to_path_buf()) {
+                inner.dirs.remove(&old);
+            }
+            inner.dirs.insert(
+                dir.to_path_buf(),
+                Dir {
+                    names: HashMap::new(),
+                },
+            );
+        }
+        let entry = inner.dirs.get_mut(dir)?;
+        Some(Arc::clone(
+            entry.names.entry(name.to_os_string()).or_default(),
+        ))
+    }
+
+    /// Whether nothing `token` recorded has changed; call [`Watcher::sync`]
+    /// first.
+    pub fn unchanged(&self, token: &Token) -> bool {
+        token.epoch == self.epoch.load(Ordering::Acquire)
+            && token
+                .names
+                .iter()
+                .all(|(counter, seen)| counter.load(Ordering::Acquire) == *seen)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fresh(w: &Watcher, t: &Token) -> bool {
+        w.sync();
+        w.unchanged(t)
+    }
+
+    #[test]
+    fn writes_renames_and_deletes_are_seen_before_the_next_check() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir(root.join("sub")).unwrap();
+        let a = root.join("sub/a.xml");
+        let b = root.join("sub/b.xml");
+        std::fs::write(&a, "1").unwrap();
+        std::fs::write(&b, "1").unwrap();
+        let w = Watcher::new(100, None).unwrap();
+
+        let t = w.register(&root, [a.as_path()]).unwrap();
+        assert!(fresh(&w, &t));
+        // A sibling changing is not a change of `a`.
+        std::fs::write(&b, "2").unwrap();
+        assert!(fresh(&w, &t));
+        // Written in place: seen at once, no waiting.
+        std::fs::write(&a, "2").unwrap();
+        assert!(!fresh(&w, &t));
+
+        let t = w.register(&root, [a.as_path()]).unwrap();
+        assert!(fresh(&w, &t));
+        let tmp = root.join("sub/.a.tmp");
+        std::fs::write(&tmp, "3").unwrap();
+        assert!(fresh(&w, &t));
+        std::fs::rename(&tmp, &a).unwrap();
+        assert!(!fresh(&w, &t));
+
+        // A directory on the way renamed away and back.
+        let t = w.register(&root, [a.as_path()]).unwrap();
+        std::fs::rename(root.join("sub"), root.join("sub2")).unwrap();
+        std::fs::rename(root.join("sub2"), root.join("sub")).unwrap();
+        assert!(!fresh(&w, &t));
+
+        let t = w.register(&root, [a.as_path()]).unwrap();
+        std::fs::remove_file(&a).unwrap();
+        assert!(!fresh(&w, &t));
+
+        // Deleting the whole directory, then re-creating it: new watches.
+        std::fs::remove_file(&b).unwrap();
+        std::fs::remove_dir(root.join("sub")).unwrap();
+        std::fs::create_dir(root.join("sub")).unwrap();
+        std::fs::write(&a, "4").unwrap();
+        let t = w.register(&root, [a.as_path()]).unwrap();
+        assert!(fresh(&w, &t));
+        std::fs::write(&a, "5").unwrap();
+        assert!(!fresh(&w, &t));
+    }
+
+    #[test]
+    fn changed_paths_are_reported_while_draining() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let a = root.join("a.xml");
+        std::fs::write(&a, "1").unwrap();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::clone(&seen);
+        let w = Watcher::new(
+            10,
+            Some(Box::new(move |p: &Path| {
+                log.lock().unwrap().push(p.to_path_buf())
+            })),
+        )
+        .unwrap();
+        let _t = w.register(&root, [a.as_path()]).unwrap();
+        std::fs::write(root.join("unrelated"), "x").unwrap();
+        std::fs::write(&a, "2").unwrap();
+        w.sync();
+        let seen = seen.lock().unwrap();
+        assert!(!seen.is_empty() && seen.iter().all(|p| *p == a), "{seen:?}");
+    }
+
+    #[test]
+    fn attribute_changes_count_and_paths_outside_the_root_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let a = root.join("a.xml");
+        std::fs::write(&a, "1").unwrap();
+        let w = Watcher::new(100, None).unwrap();
+        let t = w.register(&root, [a.as_path()]).unwrap();
+        let f = std::fs::File::options().write(true).open(&a).unwrap();
+        f.set_modified(std::time::SystemTime::UNIX_EPOCH).unwrap();
+        assert!(!fresh(&w, &t));
+        assert!(w.register(&root, [Path::new("/etc/hostname")]).is_none());
+        assert!(w.register(&root, [root.join("../x").as_path()]).is_none());
+    }
+
+    #[test]
+    fn the_directory_limit_falls_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("a/b")).unwrap();
+        std::fs::write(root.join("a/b/c.xml"), "1").unwrap();
+        let w = Watcher::new(2, None).unwrap();
+        assert!(
+            w.register(&root, [root.join("a/b/c.xml").as_path()])
+                .is_none()
+        );
+        assert!(w.register(&root, [root.join("a/x").as_path()]).is_some());
+    }
+}

@@ -1,0 +1,120 @@
+//! Freshness of cached responses in both modes: `check` (a stat per file
+//! per request) and `watch` (inotify, drained before every hit). A change
+//! that completed before a request must show in that request: no sleeps
+//! in `watch` mode, where the guarantee is exact.
+
+use axle::CacheMode;
+use axle::config::Freshness;
+
+use crate::support::{TestServer, TestSite, tick};
+
+async fn server(site: &TestSite, freshness: Freshness) -> TestServer {
+    let mut config = axle::ServeConfig::new(&site.root);
+    config.cache_mode = CacheMode::Incremental;
+    config.freshness = freshness;
+    TestServer::start_config(config, axle::Registry::default()).await
+}
+
+/// Waits between edits only where stamps need a clock tick to differ.
+async fn settle(freshness: Freshness) {
+    if freshness == Freshness::Check {
+        tick().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_kind_of_change_shows_in_the_next_response() {
+    for freshness in [Freshness::Watch, Freshness::Check] {
+        let site = TestSite::new();
+        let server = server(&site, freshness).await;
+        let first = server.get("/two.xml").await;
+        assert!(first.text().contains("Second."), "{freshness}");
+        assert_eq!(server.get("/two.xml").await.cache(), "hit", "{freshness}");
+
+        // A stylesheet written in place.
+        settle(freshness).await;
+        site.write(
+            "s/layout.xsl",
+            &site
+                .read("s/layout.xsl")
+                .replace("<h1>", "<h1 class=\"a\">"),
+        );
+        let r = server.get("/two.xml").await;
+        assert!(
+            r.text().contains("<h1 class=\"a\">"),
+            "{freshness}: in place"
+        );
+        assert_eq!(server.get("/two.xml").await.cache(), "hit", "{freshness}");
+
+        // The source replaced by rename (an editor's atomic save).
+        settle(freshness).await;
+        let edited = site.read("two.xml").replace("Second.", "Renamed in.");
+        site.write("tmp.xml.part", &edited);
+        std::fs::rename(site.root.join("tmp.xml.part"), site.root.join("two.xml")).unwrap();
+        assert!(
+            server.get("/two.xml").await.text().contains("Renamed in."),
+            "{freshness}: rename"
+        );
+
+        // A directory on the way swapped for another one.
+        site.write(
+            "d/doc.xml",
+            &site.read("two.xml").replace("Renamed in.", "Old dir."),
+        );
+        assert!(server.get("/d/doc.xml").await.text().contains("Old dir."));
+        assert!(server.get("/d/doc.xml").await.cache() == "hit");
+        settle(freshness).await;
+        std::fs::rename(site.root.join("d"), site.root.join("d-old")).unwrap();
+        site.write(
+            "d/doc.xml",
+            &site.read("two.xml").replace("Renamed in.", "New dir."),
+        );
+        assert!(
+            server.get("/d/doc.xml").await.text().contains("New dir."),
+            "{freshness}: directory swapped"
+        );
+
+        // A symlink re-pointed to another document.
+        std::os::unix::fs::symlink("two.xml", site.root.join("link.xml")).unwrap();
+        assert!(server.get("/link.xml").await.text().contains("Renamed in."));
+        assert_eq!(server.get("/link.xml").await.cache(), "hit");
+        settle(freshness).await;
+        std::os::unix::fs::symlink("d/doc.xml", site.root.join("link.tmp")).unwrap();
+        std::fs::rename(site.root.join("link.tmp"), site.root.join("link.xml")).unwrap();
+        assert!(
+            server.get("/link.xml").await.text().contains("New dir."),
+            "{freshness}: symlink re-pointed"
+        );
+
+        // A file read by document().
+        assert_eq!(server.get("/docfn.xml").await.text(), "[data v1]");
+        settle(freshness).await;
+        site.write("data.xml", "<data>data v2</data>");
+        assert_eq!(
+            server.get("/docfn.xml").await.text(),
+            "[data v2]",
+            "{freshness}: document()"
+        );
+
+        // Deleted.
+        std::fs::remove_file(site.root.join("two.xml")).unwrap();
+        assert_eq!(server.get("/two.xml").await.status, 404, "{freshness}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn watch_mode_sees_back_to_back_edits_without_waiting() {
+    let site = TestSite::new();
+    let server = server(&site, Freshness::Watch).await;
+    for n in 0..30 {
+        // Same length every time, written within the same clock tick: only
+        // the change events can tell these versions apart.
+        let text = format!("<data>data v{:02}</data>", n);
+        site.write("data.xml", &text);
+        assert_eq!(
+            server.get("/docfn.xml").await.text(),
+            format!("[data v{n:02}]"),
+            "edit {n}"
+        );
+    }
+}
