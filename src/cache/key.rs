@@ -28,12 +28,28 @@ impl ContentHash {
 
     /// Lower-case hex of the first `n` bytes (at most 32).
     pub fn hex(&self, n: usize) -> String {
-        self.0.iter().take(n).map(|b| format!("{b:02x}")).collect()
+        let mut s = String::with_capacity(2 * n);
+        push_hex(&mut s, &self.0[..n.min(self.0.len())]);
+        s
     }
 
     /// The strong ETag value for a body with this hash.
     pub fn etag(&self) -> String {
-        format!("\"{}\"", self.hex(16))
+        let mut s = String::with_capacity(34);
+        s.push('"');
+        push_hex(&mut s, &self.0[..16]);
+        s.push('"');
+        s
+    }
+}
+
+/// Appends `bytes` in lower-case hex (on every response's ETag: no
+/// formatting machinery).
+fn push_hex(s: &mut String, bytes: &[u8]) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for b in bytes {
+        s.push(char::from(DIGITS[usize::from(b >> 4)]));
+        s.push(char::from(DIGITS[usize::from(b & 15)]));
     }
 }
 
@@ -124,5 +140,9 @@ mod tests {
         let e = ContentHash::of(b"x").etag();
         assert_eq!(e.len(), 34);
         assert!(e.starts_with('"') && e.ends_with('"'));
+        let h = ContentHash::of(b"x");
+        let slow: String = h.0.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(h.hex(32), slow);
+        assert_eq!(e, format!("\"{}\"", &slow[..32]));
     }
 }

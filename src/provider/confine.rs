@@ -35,6 +35,9 @@ const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
     .remove(b':')
     .remove(b'@');
 
+/// The punctuation [`SEGMENT`] keeps as it is.
+const KEPT: &[u8] = b"-._~!$&'()*+,;=:@";
+
 impl ConfinedPath {
     /// The absolute, canonical path.
     pub fn as_path(&self) -> &Path {
@@ -71,6 +74,19 @@ pub struct RequestPath {
 /// Normalizes a raw request path; `None` for paths that are never valid
 /// (not UTF-8 once decoded, NUL, backslash, or a `..` segment).
 pub fn normalize_request_path(raw: &str) -> Option<RequestPath> {
+    // Nearly every request path is already in normal form: one copy, no
+    // decoding or re-encoding.
+    if is_normal(raw) {
+        return Some(RequestPath {
+            decoded: raw.to_string(),
+            url: raw.to_string(),
+            trailing_slash: raw.ends_with('/'),
+        });
+    }
+    normalize_slow(raw)
+}
+
+fn normalize_slow(raw: &str) -> Option<RequestPath> {
     let decoded = percent_encoding::percent_decode_str(raw)
         .decode_utf8()
         .ok()?;
@@ -99,6 +115,27 @@ pub fn normalize_request_path(raw: &str) -> Option<RequestPath> {
         decoded: format!("/{}{tail}", segments.join("/")),
         url: format!("/{}{tail}", url.join("/")),
         trailing_slash,
+    })
+}
+
+/// Whether `raw` is exactly what [`normalize_request_path`] would make of
+/// it: absolute, every segment non-empty, not `.`/`..`, and made only of
+/// characters that are never percent-encoded.
+fn is_normal(raw: &str) -> bool {
+    let Some(rest) = raw.strip_prefix('/') else {
+        return false;
+    };
+    if rest.is_empty() {
+        return true;
+    }
+    let body = rest.strip_suffix('/').unwrap_or(rest);
+    body.split('/').all(|seg| {
+        !seg.is_empty()
+            && seg != "."
+            && seg != ".."
+            && seg
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || KEPT.contains(&b))
     })
 }
 
@@ -198,6 +235,29 @@ mod tests {
         std::os::unix::fs::symlink(root.join("sub/a.xml"), root.join("in.xml")).unwrap();
         let root = root.canonicalize().unwrap();
         (dir, root)
+    }
+
+    #[test]
+    fn kept_is_exactly_what_segment_leaves_alone() {
+        for b in 0u8..128 {
+            let c = char::from(b).to_string();
+            let kept = percent_encoding::utf8_percent_encode(&c, SEGMENT).to_string() == c;
+            assert_eq!(kept, b.is_ascii_alphanumeric() || KEPT.contains(&b), "{b}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_fast_path_agrees_with_the_full_normalization(raw in "[/a.%2fF~@:é_ ?-]{0,12}") {
+            let slow = normalize_slow(&raw);
+            if is_normal(&raw) {
+                let fast = normalize_request_path(&raw).unwrap();
+                let slow = slow.unwrap();
+                proptest::prop_assert_eq!(&fast.decoded, &slow.decoded);
+                proptest::prop_assert_eq!(&fast.url, &slow.url);
+                proptest::prop_assert_eq!(fast.trailing_slash, slow.trailing_slash);
+            }
+        }
     }
 
     #[test]

@@ -138,6 +138,67 @@ async fn serve_starts_on_the_given_address_and_serves_the_root() {
     child.wait().unwrap();
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn several_io_threads_share_the_port_and_stop_together_on_sigterm() {
+    let site = TestSite::new();
+    let mut child = axle()
+        .args(["serve", "--listen", "127.0.0.1:0", "--io-threads", "3"])
+        .args(["--freshness", "check", "--root"])
+        .arg(&site.root)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap()
+        .trim_end_matches('/')
+        .to_string();
+    // Each request on its own connection: the kernel spreads them over
+    // the three listeners; every one must be answered the same.
+    let mut tasks = Vec::new();
+    for _ in 0..60 {
+        let url = url.clone();
+        tasks.push(tokio::spawn(async move {
+            let client = reqwest::Client::builder()
+                .pool_max_idle_per_host(0)
+                .build()
+                .unwrap();
+            let r = client.get(format!("{url}/two.xml")).send().await.unwrap();
+            (r.status().as_u16(), r.text().await.unwrap())
+        }));
+    }
+    let mut bodies = std::collections::HashSet::new();
+    for t in tasks {
+        let (status, body) = t.await.unwrap();
+        assert_eq!(status, 200);
+        bodies.insert(body);
+    }
+    assert_eq!(bodies.len(), 1);
+    let term = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            assert!(status.success(), "{status}");
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still running 10 s after SIGTERM"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn bad_flags_are_refused_with_a_message() {
     let out = axle()
