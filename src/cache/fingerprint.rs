@@ -80,6 +80,23 @@ impl Fingerprints {
         Ok(self.read(path)?.1)
     }
 
+    /// The stamp of `path` with the content hash it has under that stamp:
+    /// from the memo when the stamp matches, else by reading the file (the
+    /// stamp is taken before reading, so a write during the read shows as a
+    /// different stamp later).
+    pub fn stamped(&self, path: &Path) -> io::Result<(Stamp, ContentHash)> {
+        let stamp = Stamp::of(&std::fs::metadata(path)?);
+        if let Some((seen, hash)) = self.memo.get(path) {
+            if seen == stamp {
+                return Ok((stamp, hash));
+            }
+        }
+        let bytes = std::fs::read(path)?;
+        let hash = ContentHash::of(&bytes);
+        self.memo.insert(path.to_path_buf(), (stamp, hash));
+        Ok((stamp, hash))
+    }
+
     /// The stamp under which `path` was last seen to have content `hash`,
     /// if the memo still says so.
     pub fn stamp_for(&self, path: &Path, hash: &ContentHash) -> Option<Stamp> {
@@ -124,5 +141,20 @@ mod tests {
         assert_eq!(f.hash(&p).unwrap(), ContentHash::of(b"two!"));
         std::fs::remove_file(&p).unwrap();
         assert!(f.hash(&p).is_err());
+    }
+
+    #[test]
+    fn stamped_works_with_and_without_the_memo() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a.xml");
+        std::fs::write(&p, "one").unwrap();
+        let f = Fingerprints::new(10);
+        let (stamp, hash) = f.stamped(&p).unwrap();
+        assert_eq!(hash, ContentHash::of(b"one"));
+        assert_eq!(stamp, Stamp::current(&p).unwrap());
+        f.forget(&p);
+        assert_eq!(f.stamp_for(&p, &hash), None);
+        assert_eq!(f.stamped(&p).unwrap(), (stamp, hash));
+        assert_eq!(f.stamp_for(&p, &hash), Some(stamp));
     }
 }

@@ -80,8 +80,13 @@ impl<T: Clone + Weight + Send + Sync + 'static> HotMemo<T> {
     /// [`Weight`], plus their checks), checking entries by `stat`, or by
     /// `watcher` when there is one.
     pub fn new(budget: u64, watcher: Option<Watcher>) -> Self {
+        // Plain LRU: the memo is a recency shortcut in front of the store,
+        // whose TinyLFU admission already decides what is worth keeping;
+        // a second admission filter here turned most newly memoized
+        // responses away once the memo was full.
         let cache = moka::sync::Cache::builder()
             .max_capacity(budget)
+            .eviction_policy(moka::policy::EvictionPolicy::lru())
             .weigher(|_k: &Key, v: &Arc<HotEntry<T>>| {
                 u32::try_from(v.value.weight() + v.validity.weight() + 96).unwrap_or(u32::MAX)
             })

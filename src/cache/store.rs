@@ -34,32 +34,59 @@ impl Entry {
     }
 }
 
+/// Which part of the store an output goes to. Final outputs answer
+/// requests; intermediate ones (incremental mode) only save earlier stages
+/// after a later one changed, so they get their own, smaller budget and
+/// never crowd out responses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tier {
+    /// A chain's last stage: the response body.
+    Final,
+    /// Any earlier stage.
+    Intermediate,
+}
+
+type Tiered = moka::future::Cache<Key, Arc<Entry>>;
+
 /// The bounded output store.
 #[derive(Clone)]
 pub struct Store {
-    cache: moka::future::Cache<Key, Arc<Entry>>,
+    finals: Tiered,
+    intermediates: Tiered,
     fingerprints: Fingerprints,
 }
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Store")
-            .field("entries", &self.cache.entry_count())
-            .field("bytes", &self.cache.weighted_size())
+            .field("entries", &self.entry_count())
+            .field("bytes", &self.weighted_size())
             .finish()
     }
 }
 
+fn tiered(budget: u64) -> Tiered {
+    moka::future::Cache::builder()
+        .max_capacity(budget)
+        .weigher(|_k: &Key, v: &Arc<Entry>| v.weight())
+        .build()
+}
+
 impl Store {
-    /// A store holding at most `budget` bytes.
-    pub fn new(budget: u64, fingerprints: Fingerprints) -> Self {
-        let cache = moka::future::Cache::builder()
-            .max_capacity(budget)
-            .weigher(|_k: &Key, v: &Arc<Entry>| v.weight())
-            .build();
+    /// A store holding at most `finals` bytes of final outputs and
+    /// `intermediates` bytes of intermediate ones.
+    pub fn new(finals: u64, intermediates: u64, fingerprints: Fingerprints) -> Self {
         Store {
-            cache,
+            finals: tiered(finals),
+            intermediates: tiered(intermediates),
             fingerprints,
+        }
+    }
+
+    fn tier(&self, tier: Tier) -> &Tiered {
+        match tier {
+            Tier::Final => &self.finals,
+            Tier::Intermediate => &self.intermediates,
         }
     }
 
@@ -72,14 +99,21 @@ impl Store {
     }
 
     /// The entry under `key`, if present and fresh (a stale one is dropped).
-    pub async fn get(&self, key: &Key) -> Option<Arc<Entry>> {
-        let entry = self.cache.get(key).await?;
+    pub async fn get(&self, key: &Key, tier: Tier) -> Option<Arc<Entry>> {
+        let cache = self.tier(tier);
+        let entry = cache.get(key).await?;
         if self.is_fresh(&entry) {
             Some(entry)
         } else {
-            self.cache.invalidate(key).await;
+            cache.invalidate(key).await;
             None
         }
+    }
+
+    /// The final output under `key` without checking its dependencies (for
+    /// a caller that has checked them its own way).
+    pub async fn peek_final(&self, key: &Key) -> Option<Arc<Entry>> {
+        self.finals.get(key).await
     }
 
     /// The fresh entry under `key`, or the one `compute` makes. Concurrent
@@ -89,34 +123,36 @@ impl Store {
     pub async fn get_or_compute<E, F>(
         &self,
         key: Key,
+        tier: Tier,
         compute: F,
     ) -> Result<(Arc<Entry>, bool), Arc<E>>
     where
         E: Send + Sync + 'static,
         F: Future<Output = Result<Arc<Entry>, E>> + Send,
     {
-        if let Some(entry) = self.get(&key).await {
+        if let Some(entry) = self.get(&key, tier).await {
             return Ok((entry, true));
         }
         // A waiter whose computation was done by a concurrent caller reports
         // "computed" too: it did not find the entry, it waited for it.
-        let entry = self.cache.try_get_with(key, compute).await?;
+        let entry = self.tier(tier).try_get_with(key, compute).await?;
         Ok((entry, false))
     }
 
     /// Number of entries (approximate, for status and tests).
     pub fn entry_count(&self) -> u64 {
-        self.cache.entry_count()
+        self.finals.entry_count() + self.intermediates.entry_count()
     }
 
     /// Bytes held (approximate).
     pub fn weighted_size(&self) -> u64 {
-        self.cache.weighted_size()
+        self.finals.weighted_size() + self.intermediates.weighted_size()
     }
 
     /// Runs moka's pending maintenance (eviction), for tests and status.
     pub async fn sync(&self) {
-        self.cache.run_pending_tasks().await;
+        self.finals.run_pending_tasks().await;
+        self.intermediates.run_pending_tasks().await;
     }
 }
 
@@ -137,7 +173,7 @@ mod tests {
 
     #[tokio::test]
     async fn concurrent_misses_compute_once() {
-        let store = Store::new(1 << 20, Fingerprints::default());
+        let store = Store::new(1 << 20, 1 << 20, Fingerprints::default());
         let runs = Arc::new(AtomicUsize::new(0));
         let key = KeyBuilder::new("t").finish();
         let mut tasks = Vec::new();
@@ -145,7 +181,7 @@ mod tests {
             let (store, runs) = (store.clone(), runs.clone());
             tasks.push(tokio::spawn(async move {
                 store
-                    .get_or_compute::<(), _>(key, async {
+                    .get_or_compute::<(), _>(key, Tier::Final, async {
                         runs.fetch_add(1, Ordering::SeqCst);
                         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
                         Ok(entry("x", vec![]))
@@ -166,34 +202,41 @@ mod tests {
         let dep_path = dir.path().join("dep.xml");
         std::fs::write(&dep_path, "v1").unwrap();
         let fp = Fingerprints::default();
-        let store = Store::new(1 << 20, fp.clone());
+        let store = Store::new(1 << 20, 1 << 20, fp.clone());
         let key = KeyBuilder::new("t").finish();
         let dep = Dep {
             path: dep_path.clone(),
             hash: fp.hash(&dep_path).unwrap(),
         };
         let (_, found) = store
-            .get_or_compute::<(), _>(key, async { Ok(entry("x", vec![dep])) })
+            .get_or_compute::<(), _>(key, Tier::Final, async { Ok(entry("x", vec![dep])) })
             .await
             .unwrap();
         assert!(!found);
-        assert!(store.get(&key).await.is_some());
+        assert!(store.get(&key, Tier::Final).await.is_some());
         std::fs::write(&dep_path, "v2").unwrap();
-        assert!(store.get(&key).await.is_none());
+        assert!(store.get(&key, Tier::Final).await.is_none());
     }
 
     #[tokio::test]
     async fn the_budget_bounds_the_bytes_held() {
-        let store = Store::new(10_000, Fingerprints::default());
+        let store = Store::new(10_000, 5_000, Fingerprints::default());
         for i in 0..100u64 {
-            let key = KeyBuilder::new("t").u64(i).finish();
             let body: &'static str = Box::leak("y".repeat(1000).into_boxed_str());
-            store
-                .get_or_compute::<(), _>(key, async { Ok(entry(body, vec![])) })
-                .await
-                .unwrap();
+            for tier in [Tier::Final, Tier::Intermediate] {
+                let key = KeyBuilder::new("t").u64(i).finish();
+                store
+                    .get_or_compute::<(), _>(key, tier, async { Ok(entry(body, vec![])) })
+                    .await
+                    .unwrap();
+            }
         }
         store.sync().await;
-        assert!(store.weighted_size() <= 10_000, "{}", store.weighted_size());
+        assert!(store.finals.weighted_size() <= 10_000);
+        assert!(store.intermediates.weighted_size() <= 5_000);
+        assert!(
+            store.finals.weighted_size() > 5_000,
+            "finals are not crowded out"
+        );
     }
 }

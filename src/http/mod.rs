@@ -298,7 +298,7 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
                 (Pipeline::hot_key(&path, &req), req)
             });
     if let Some((key, _)) = &hot {
-        if let Some(rendered) = app.pipeline.hot_get(key) {
+        if let Some(rendered) = app.pipeline.hot_get(key).await {
             return Ok(document_response(rendered, request.headers(), &location));
         }
     }
@@ -361,6 +361,7 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
             content_type: Arc::from(crate::pipeline::RAW_XML_TYPE),
             cache: crate::pipeline::CacheStatus::Untransformed,
             validators: None,
+            stored: None,
         };
         return Ok(document_response(
             rendered,

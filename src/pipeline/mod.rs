@@ -29,7 +29,9 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 
-use crate::cache::{ContentHash, Dep, Entry, Fingerprints, HotMemo, Key, KeyBuilder, Stamp, Store};
+use crate::cache::{
+    ContentHash, Dep, Entry, Fingerprints, HotMemo, Key, KeyBuilder, Stamp, Store, Tier,
+};
 use crate::chain::{self, ChainError, Selection};
 use crate::config::{CacheMode, ServeConfig};
 use crate::ffi::{self, Limits, XmlDoc, XmlError};
@@ -132,6 +134,9 @@ pub struct Rendered {
     /// Every file the response was computed from, with the hash used (the
     /// source first); None when the response must not be memoized.
     pub validators: Option<Arc<[Dep]>>,
+    /// The output-store key that holds `body`, when one does: the hot memo
+    /// then keeps only this key, so a body is weighed once, by the store.
+    pub stored: Option<Key>,
 }
 
 /// Counters, for tests, benchmarks and (later) the status page.
@@ -241,12 +246,23 @@ impl Pipeline {
     pub fn new(config: &ServeConfig, registry: Registry) -> std::io::Result<Pipeline> {
         ffi::init();
         // One memory budget (--cache-size) for everything that grows with
-        // the site: 5/8 for the output store, 1/4 for the hot-response memo
-        // (whose bodies may outlive store entries), 1/8 for source bytes.
-        // The per-file memos are bounded in entries.
-        let fingerprints = Fingerprints::new(50_000);
+        // the site: 1/32 for source bytes, the hot-response memo (metadata
+        // only: it refers to store entries for bodies) 1/16, the rest for
+        // outputs. In incremental mode an eighth of the outputs' share holds
+        // intermediate outputs, so they never crowd out responses, and the
+        // memo gets 1/8: it is what finds a stored response whose earlier
+        // stages were evicted (a stage's key needs its input's hash). The
+        // per-file memos are bounded in entries (10,000 files and 5,000
+        // prologs: about 12 MB measured; at 50,000 and 20,000 they were
+        // 57 MB of a 100,000-document site's RSS).
+        let fingerprints = Fingerprints::new(10_000);
         let files = FileProvider::new(&config.root, fingerprints.clone())?;
-        let source_budget = (config.cache_size / 8).max(1 << 20);
+        let size = config.cache_size;
+        let incremental = config.cache_mode == CacheMode::Incremental;
+        let source_budget = (size / 32).max(1 << 20);
+        let hot_budget = (if incremental { size / 8 } else { size / 16 }).max(1 << 20);
+        let outputs = size.saturating_sub(size / 32 + hot_budget);
+        let intermediates = if incremental { outputs / 8 } else { 0 };
         let hot_watcher = watcher(config, &fingerprints);
         Ok(Pipeline {
             sources: CachingProvider::new(files.clone(), source_budget),
@@ -254,12 +270,9 @@ impl Pipeline {
             registry,
             compiled: Arc::new(Compiled::new(4096, fingerprints.clone())),
             runtime: tokio::runtime::Handle::try_current().ok(),
-            store: Store::new(
-                config.cache_size - config.cache_size / 4 - config.cache_size / 8,
-                fingerprints,
-            ),
-            prologs: moka::sync::Cache::new(20_000),
-            hot: HotMemo::new(config.cache_size / 4, hot_watcher),
+            store: Store::new(outputs - intermediates, intermediates, fingerprints),
+            prologs: moka::sync::Cache::new(5_000),
+            hot: HotMemo::new(hot_budget, hot_watcher),
             pool: Arc::new(Pool::new(config.workers)?),
             mode: config.cache_mode,
             limits: config.limits,
@@ -336,11 +349,20 @@ impl Pipeline {
 
     /// The memoized response for `key`, if every file it came from is
     /// unchanged (one `stat` each). Never in `off` mode.
-    pub fn hot_get(&self, key: &Key) -> Option<Rendered> {
+    pub async fn hot_get(&self, key: &Key) -> Option<Rendered> {
         if self.mode == CacheMode::Off {
             return None;
         }
         let mut r = self.hot.get(key)?;
+        if let Some(stored) = &r.stored {
+            // The body lives in the store; the memo's own checks cover
+            // every file it came from, so no second freshness check.
+            let entry = self.store.peek_final(stored).await?;
+            if entry.hash != r.hash {
+                return None;
+            }
+            r.body = entry.bytes.clone();
+        }
         r.cache = match r.cache {
             CacheStatus::Untransformed => CacheStatus::Untransformed,
             _ => CacheStatus::Hit,
@@ -362,8 +384,14 @@ impl Pipeline {
         let fingerprints = self.files.fingerprints();
         let mut checks: Vec<(PathBuf, Stamp)> = Vec::with_capacity(validators.len());
         for (i, dep) in validators.iter().enumerate() {
-            let Some(stamp) = fingerprints.stamp_for(&dep.path, &dep.hash) else {
-                return;
+            // The memo usually knows the stamp; a file it has forgotten (a
+            // big site) is stamped and hashed again, never skipped.
+            let stamp = match fingerprints.stamp_for(&dep.path, &dep.hash) {
+                Some(stamp) => stamp,
+                None => match fingerprints.stamped(&dep.path) {
+                    Ok((stamp, hash)) if hash == dep.hash => stamp,
+                    _ => return,
+                },
             };
             let path = if i == 0 {
                 request_path.to_path_buf()
@@ -376,6 +404,9 @@ impl Pipeline {
         }
         let mut memo = rendered.clone();
         memo.validators = None;
+        if memo.stored.is_some() {
+            memo.body = Bytes::new();
+        }
         self.hot.put(key, memo, self.files.root(), checks);
     }
 
@@ -459,6 +490,7 @@ impl Pipeline {
                 content_type: Arc::from(RAW_XML_TYPE),
                 cache: CacheStatus::Untransformed,
                 validators,
+                stored: None,
             });
         }
         let mut stages = Vec::with_capacity(specs.len());
@@ -517,7 +549,7 @@ impl Pipeline {
                     None => self.source_for(located, source_hash)?,
                 };
                 let entry = self.pool.run(move || job.run_all(source.bytes)).await??;
-                Ok(rendered(&entry, CacheStatus::Miss))
+                Ok(rendered(&entry, CacheStatus::Miss, None))
             }
             CacheMode::All => {
                 let key = job.response_key(source_hash);
@@ -532,7 +564,7 @@ impl Pipeline {
                 };
                 let (entry, found) = self
                     .store
-                    .get_or_compute(key, compute)
+                    .get_or_compute(key, Tier::Final, compute)
                     .await
                     .map_err(|e| (*e).clone())?;
                 let status = if found {
@@ -541,7 +573,7 @@ impl Pipeline {
                     CacheStatus::Miss
                 };
                 validators.extend(entry.deps.iter().cloned());
-                let mut out = rendered(&entry, status);
+                let mut out = rendered(&entry, status, Some(key));
                 out.validators = Some(Arc::from(validators));
                 Ok(out)
             }
@@ -570,8 +602,10 @@ impl Pipeline {
         // A tree computed by this request for the next stage (faithful only).
         let mut carried: Option<XmlDoc> = None;
         let mut reused = 0;
+        let mut last_key = None;
         for index in 0..total {
             let key = job.stage_key(index, input_hash);
+            last_key = Some(key);
             let tree_out: Arc<Mutex<Option<XmlDoc>>> = Arc::new(Mutex::new(None));
             let input_tree = carried.take();
             let input_bytes = previous.as_ref().map(|e| e.bytes.clone());
@@ -603,9 +637,14 @@ impl Pipeline {
                         .await?
                 }
             };
+            let tier = if index + 1 == total {
+                Tier::Final
+            } else {
+                Tier::Intermediate
+            };
             let (entry, found) = self
                 .store
-                .get_or_compute(key, compute)
+                .get_or_compute(key, tier, compute)
                 .await
                 .map_err(|e| (*e).clone())?;
             if found {
@@ -625,7 +664,7 @@ impl Pipeline {
             n if n == total => CacheStatus::Hit,
             n => CacheStatus::Partial { reused: n, total },
         };
-        Ok(rendered(&last, status))
+        Ok(rendered(&last, status, last_key))
     }
 }
 
@@ -774,9 +813,10 @@ impl InternalDocuments for Nested {
     }
 }
 
-fn rendered(entry: &Entry, cache: CacheStatus) -> Rendered {
+fn rendered(entry: &Entry, cache: CacheStatus, stored: Option<Key>) -> Rendered {
     Rendered {
         validators: None,
+        stored,
         body: entry.bytes.clone(),
         hash: entry.hash,
         content_type: entry
