@@ -14,6 +14,13 @@ use axle::http::HttpError;
 use axle::pipeline::Pipeline;
 use axle::provider::{Provider, ResourceKind};
 
+/// mimalloc for every allocation in the process: the crate's `override`
+/// feature also replaces `malloc`/`free` for libxml2 and libxslt, whose
+/// allocations were over a quarter of an uncached request's CPU under
+/// glibc's allocator (measured: 1.4-1.5x uncached throughput).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser, Debug)]
 #[command(
     name = "axle",
