@@ -1,20 +1,26 @@
 //! A dynamic source in front of a cached chain: the case incremental
 //! caching exists for.
 //!
-//! `GET /dynamic/article.xml` generates its source on every request: the
-//! bundled article with a `<volatile n="…"/>` element carrying a request
-//! counter, and a first stage (`/stylesheets/dynamic/strip-volatile.xsl`)
-//! that drops it before the article's content → layout chain. Every source
+//! `GET /dynamic/article.xml` generates its source on every request: a
+//! document of the site (by default the bundled article) with a
+//! `<volatile n="…"/>` element carrying a request counter right after the
+//! root element's start tag, and a first stage
+//! (`/stylesheets/dynamic/strip-volatile.xsl`, inserted before the
+//! document's first `<?xml-stylesheet?>` PI) that drops it before the
+//! document's own chain (for the article: content → layout). Every source
 //! is new, so all-or-nothing caching recomputes the whole chain each time;
 //! incremental caching recomputes only stage 1, finds its output unchanged,
-//! and reuses stages 2 and 3 (`X-Axle-Cache: partial 2/3`). Everything else
-//! is served by the normal Axle router. Until dynamic Providers land, this
-//! is the "test Provider" of the performance benchmark's `dynamic`
-//! scenario.
+//! and reuses the later stages (`X-Axle-Cache: partial 2/3` for the
+//! article). Everything else is served by the normal Axle router. Until
+//! dynamic Providers land, this is the "test Provider" of the load
+//! benchmark's `dynamic` scenario (`benches/load/run.sh`).
 //!
 //! Usage: `cargo run --release --example dynamic_source -- [--root DIR]
-//! [--listen ADDR] [--cache off|all|incremental]`; it prints the address
-//! like `axle serve` does.
+//! [--listen ADDR] [--cache off|all|incremental] [--document URL-PATH]`;
+//! `--document` names the document under the root to generate the source
+//! from (default `/articles/xml-pipelines.xml`; it must have
+//! `<?xml-stylesheet?>` PIs). It prints the address like `axle serve` does
+//! and serves on a single-threaded runtime, as `axle serve` does.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -32,38 +38,91 @@ use axle::pipeline::RenderRequest;
 use axle::provider::Provider;
 use axle::{CacheMode, Registry, ServeConfig};
 
-/// The document whose text the dynamic source carries.
+/// The document whose text the dynamic source carries, by default.
 const ARTICLE: &str = "/articles/xml-pipelines.xml";
 /// The first stage, which drops the volatile part.
 const STRIP: &str = "/stylesheets/dynamic/strip-volatile.xsl";
 /// Where the dynamic document is served.
 pub const DYNAMIC_PATH: &str = "/dynamic/article.xml";
 
-/// Shared state: the Axle app and the request counter.
+/// Shared state: the Axle app, the document (URL path) and the request
+/// counter.
 struct Dynamic {
     app: Arc<App>,
+    document: String,
     counter: AtomicU64,
 }
 
-/// The source for request `n`: the article with a first PI for the strip
-/// stage and a `<volatile>` element after the root start tag.
-fn source(article: &str, n: u64) -> Result<String, String> {
-    let root = article
-        .find("<article")
-        .ok_or("no <article> in the article")?;
-    let root_end = article[root..].find('>').ok_or("unterminated <article>")? + root + 1;
+/// The end (the index after `>`) of the markup starting at `start` (a start
+/// tag or a `<!DOCTYPE`): the first `>` outside quotes, brackets (the
+/// internal subset) and comments.
+fn markup_end(doc: &str, start: usize) -> Result<usize, String> {
+    let b = doc.as_bytes();
+    let (mut i, mut quote, mut depth) = (start + 1, None, 0usize);
+    while i < b.len() {
+        let c = b[i];
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None if b[i..].starts_with(b"<!--") => {
+                i += doc[i..].find("-->").ok_or("unterminated comment")? + 2;
+            }
+            None if c == b'"' || c == b'\'' => quote = Some(c),
+            None if c == b'[' => depth += 1,
+            None if c == b']' => depth = depth.saturating_sub(1),
+            None if c == b'>' && depth == 0 => return Ok(i + 1),
+            None => {}
+        }
+        i += 1;
+    }
+    Err("unterminated markup in the prolog".into())
+}
+
+/// The end (the index after `>`) of the root element's start tag: the
+/// prolog (XML declaration, PIs, comments, DOCTYPE) is skipped.
+fn root_start_end(doc: &str) -> Result<usize, String> {
+    let mut i = 0;
+    loop {
+        i += doc[i..].find('<').ok_or("no root element")?;
+        let rest = &doc[i..];
+        if rest.starts_with("<?") {
+            i += rest
+                .find("?>")
+                .ok_or("unterminated processing instruction")?
+                + 2;
+        } else if rest.starts_with("<!--") {
+            i += rest.find("-->").ok_or("unterminated comment")? + 3;
+        } else {
+            // <!DOCTYPE ...> or the root start tag
+            let end = markup_end(doc, i)?;
+            if !rest.starts_with("<!") {
+                return Ok(end);
+            }
+            i = end;
+        }
+    }
+}
+
+/// The source for request `n`: the document with a first PI for the strip
+/// stage (before its first `<?xml-stylesheet?>` PI) and a `<volatile>`
+/// element right after the root element's start tag.
+fn source(doc: &str, n: u64) -> Result<String, String> {
+    let root_end = root_start_end(doc)?;
+    let first_pi = doc[..root_end]
+        .find("<?xml-stylesheet")
+        .ok_or("the document has no <?xml-stylesheet?> PI in its prolog")?;
     Ok(format!(
         "{}<?xml-stylesheet href=\"{STRIP}\" type=\"text/xsl\"?>\n{}<volatile n=\"{n}\"/>{}",
-        &article[..article.find("<?xml-stylesheet").unwrap_or(0)],
-        &article[article.find("<?xml-stylesheet").unwrap_or(0)..root_end],
-        &article[root_end..],
+        &doc[..first_pi],
+        &doc[first_pi..root_end],
+        &doc[root_end..],
     ))
 }
 
 async fn dynamic(State(state): State<Arc<Dynamic>>) -> Response {
     let pipeline = state.app.pipeline();
     let provider = pipeline.provider();
-    let located = match provider.locate(ARTICLE) {
+    let located = match provider.locate(&state.document) {
         Ok(l) => l,
         Err(e) => return HttpError::NotFound(e.to_string()).into_response(),
     };
@@ -101,10 +160,12 @@ async fn dynamic(State(state): State<Arc<Dynamic>>) -> Response {
     }
 }
 
-/// The router: the dynamic document plus everything Axle serves.
-fn router(app: Arc<App>) -> axum::Router {
+/// The router: the dynamic document (generated from `document`) plus
+/// everything Axle serves.
+fn router(app: Arc<App>, document: &str) -> axum::Router {
     let state = Arc::new(Dynamic {
         app: Arc::clone(&app),
+        document: document.to_string(),
         counter: AtomicU64::new(0),
     });
     axum::Router::new()
@@ -117,6 +178,7 @@ fn main() -> ExitCode {
     let mut root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("samples");
     let mut listen: SocketAddr = SocketAddr::from(([127, 0, 0, 1], 8080));
     let mut cache = CacheMode::Incremental;
+    let mut document = ARTICLE.to_string();
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let value = args.next();
@@ -140,15 +202,19 @@ fn main() -> ExitCode {
                     }
                 }
             }
+            ("--document", Some(v)) if v.starts_with('/') => document = v,
             (other, _) => {
                 eprintln!(
-                    "usage: dynamic_source [--root DIR] [--listen ADDR] [--cache MODE] ({other}?)"
+                    "usage: dynamic_source [--root DIR] [--listen ADDR] [--cache MODE] [--document /URL-PATH] ({other}?)"
                 );
                 return ExitCode::from(2);
             }
         }
     }
-    let runtime = match tokio::runtime::Runtime::new() {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("dynamic_source: {e}");
@@ -159,13 +225,22 @@ fn main() -> ExitCode {
         let mut config = ServeConfig::new(&root);
         config.cache_mode = cache;
         let app = App::new(&config, Registry::default())?;
+        // Fail at start-up, not per request, when the document cannot be
+        // made dynamic.
+        let provider = app.pipeline().provider();
+        let text = provider
+            .locate(&document)
+            .and_then(|l| provider.read(&l))
+            .map_err(|e| std::io::Error::other(format!("{document}: {e}")))?;
+        source(&String::from_utf8_lossy(&text.bytes), 0)
+            .map_err(|e| std::io::Error::other(format!("{document}: {e}")))?;
         let listener = tokio::net::TcpListener::bind(listen).await?;
         println!(
             "axle: serving {} on http://{}/ (cache: {cache})",
             root.display(),
             listener.local_addr()?
         );
-        axum::serve(listener, router(app)).await
+        axum::serve(listener, router(app, &document)).await
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -212,7 +287,7 @@ mod tests {
             let mut config = ServeConfig::new(&samples);
             config.cache_mode = mode;
             let app = App::new(&config, Registry::default()).unwrap();
-            let router = router(Arc::clone(&app));
+            let router = router(Arc::clone(&app), ARTICLE);
             let mut seen = Vec::new();
             for _ in 0..3 {
                 let (cache, body) = get(&router).await;
@@ -246,6 +321,22 @@ mod tests {
             format!(
                 "<?xml version=\"1.0\"?>\n<?xml-stylesheet href=\"{STRIP}\" type=\"text/xsl\"?>\n<?xml-stylesheet href=\"/a.xsl\" type=\"text/xsl\"?>\n<article lang=\"en\"><volatile n=\"7\"/><t/></article>"
             )
+        );
+    }
+
+    #[test]
+    fn the_root_start_tag_is_found_after_a_doctype_with_an_internal_subset() {
+        let doc = "<?xml version=\"1.0\"?>\n<!-- a <book> -->\n<!DOCTYPE book PUBLIC \"-//X//EN\" \"x.dtd\" [\n  <!-- it's > here -->\n  <!ENTITY e \"a > b\">\n]>\n<?xml-stylesheet href=\"/d.xsl\" type=\"text/xsl\"?>\n<?xml-stylesheet href=\"/l.xsl\" type=\"text/xsl\"?>\n<book id='x>y'><title>&e;</title></book>";
+        let s = source(doc, 3).unwrap();
+        assert_eq!(
+            s,
+            format!(
+                "<?xml version=\"1.0\"?>\n<!-- a <book> -->\n<!DOCTYPE book PUBLIC \"-//X//EN\" \"x.dtd\" [\n  <!-- it's > here -->\n  <!ENTITY e \"a > b\">\n]>\n<?xml-stylesheet href=\"{STRIP}\" type=\"text/xsl\"?>\n<?xml-stylesheet href=\"/d.xsl\" type=\"text/xsl\"?>\n<?xml-stylesheet href=\"/l.xsl\" type=\"text/xsl\"?>\n<book id='x>y'><volatile n=\"3\"/><title>&e;</title></book>"
+            )
+        );
+        assert!(
+            source("<?xml version=\"1.0\"?>\n<doc/>", 0).is_err(),
+            "no PI"
         );
     }
 }

@@ -7,12 +7,20 @@
 --   BENCH_RANDOM_N=N        request a random one of N paths (uniform)
 --   BENCH_RANDOM_FMT=FMT    string.format pattern for the path, given
 --                           (int(i / 1000), i); e.g. "/site/%03d/%06d.xml"
+--   BENCH_PATHS="/a /b ..." request a random one of these paths (uniform,
+--                           the same draw as BENCH_RANDOM_N over the list)
 --   BENCH_COUNT_CACHE=1     count the X-Axle-Cache values of the responses
 --                           and the body bytes (costs client CPU: wrk then
 --                           parses every response's headers into Lua)
 
 local random_n = tonumber(os.getenv("BENCH_RANDOM_N") or "")
 local random_fmt = os.getenv("BENCH_RANDOM_FMT") or "/%03d/%06d.xml"
+local paths = nil
+if os.getenv("BENCH_PATHS") then
+   paths = {}
+   for p in os.getenv("BENCH_PATHS"):gmatch("%S+") do table.insert(paths, p) end
+   if #paths == 0 then paths = nil else random_n = #paths end
+end
 local count_cache = os.getenv("BENCH_COUNT_CACHE") == "1"
 
 local threads = {}
@@ -33,6 +41,7 @@ if random_n then
 
    function request()
       local i = math.random(0, random_n - 1)
+      if paths then return wrk.format(nil, paths[i + 1]) end
       return wrk.format(nil, string.format(random_fmt, math.floor(i / 1000), i))
    end
 end

@@ -21,8 +21,14 @@
 #   HEAVY_RUNS        xsltproc runs timed per heavy document (default 20)
 #   CHURN_INTERVAL    seconds between rewrites in churn/dynamic (default 0.1)
 #   SERVER_CPU / CLIENT_CPU   CPUs for servers and for wrk (default 0 / 1)
+#   DOCBOOK_MAX_S     longest off-mode render of a DocBook test document kept
+#                     for churn (docbook) (default 5)
 #   LIBXSLT_SUITE     the libxslt test data (default ../shared/conformance/libxslt)
 #   AXLE_BIN          use this axle binary instead of building one
+#   FLOOR_BIN         use this hit_floor binary (examples/hit_floor.rs, the
+#                     axum-floor target of doc) instead of building one
+#   DYNAMIC_BIN       use this dynamic_source binary (examples/dynamic_source.rs,
+#                     the server of the dynamic scenario) instead of building one
 #   KEEP_WORK=1       keep the temporary prefix (it is kept anyway when a
 #                     body check fails)
 #
@@ -41,6 +47,7 @@ SITE_CACHE_MIB=${SITE_CACHE_MIB:-64}
 SITE_WARMUP_MAX=${SITE_WARMUP_MAX:-60}
 HEAVY_RUNS=${HEAVY_RUNS:-20}
 CHURN_INTERVAL=${CHURN_INTERVAL:-0.1}
+DOCBOOK_MAX_S=${DOCBOOK_MAX_S:-5}
 SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
 KEEP_WORK=${KEEP_WORK:-0}
@@ -57,6 +64,8 @@ DOC_URL=/articles/xml-pipelines.xml
 TRIVIAL_URL=/trivial/
 HELLO_URL=/hello/hello.xml
 DOCBOOK_URL=/docbook/test/gdp-handbook.xml
+DYNAMIC_URL=/dynamic/article.xml     # where examples/dynamic_source.rs serves its generated source
+DYNAMIC_DOCBOOK_CANDIDATES="book.xml article.xml"   # the first that renders is the dynamic (docbook) document
 XMLSPEC_URL=/xmlspec/REC-xml-20001006.xml
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -186,6 +195,24 @@ fi
 [[ $BIN == /* ]] || BIN="$ROOT/$BIN"
 [[ -x $BIN ]] || die "no axle binary at $BIN"
 
+# build_example NAME OVERRIDE: the example binary NAME (or OVERRIDE if set),
+# built like axle (honouring CARGO_TARGET_DIR); prints its path.
+build_example() {
+    local name=$1 bin=$2
+    if [[ -z $bin ]]; then
+        log "cargo build --release --example $name"
+        cargo build --release --example "$name" >&2
+        bin="${CARGO_TARGET_DIR:-target}/release/examples/$name"
+    fi
+    [[ $bin == /* ]] || bin="$ROOT/$bin"
+    [[ -x $bin ]] || die "no $name binary at $bin"
+    echo "$bin"
+}
+FLOOR=""   # the axum-floor target of doc
+DYNAMIC="" # the server of the dynamic scenario
+if want doc; then FLOOR=$(build_example hit_floor "${FLOOR_BIN:-}"); fi
+if want dynamic; then DYNAMIC=$(build_example dynamic_source "${DYNAMIC_BIN:-}"); fi
+
 BENCH=(perl "$HERE/bench.pl")
 add() { "${BENCH[@]}" add "$RESULTS" "$@"; }
 
@@ -202,22 +229,40 @@ wait_http() { # PORT NAME: wait until anything answers HTTP on PORT
 
 free_port() { "${BENCH[@]}" free-port; }
 
-# start_axle NAME ROOT MODE [ARGS...]: sets AX_PID and AX_PORT
-start_axle() {
-    local name=$1 root=$2 mode=$3 i port=""
-    shift 3
-    local out="$WORK/logs/axle-$name.log"
-    start_bg "$SERVER_CPU" "$out" "$BIN" serve --root "$root" --listen "$HOST:0" --cache "$mode" "$@"
+# start_listening NAME LOG CMD...: start CMD (which listens on $HOST:0 and
+# prints a "... on http://ADDR/ ..." line, as axle serve does) on the server
+# CPU; sets AX_PID and AX_PORT
+start_listening() {
+    local name=$1 out=$2 i port=""
+    shift 2
+    start_bg "$SERVER_CPU" "$out" "$@"
     AX_PID=$STARTED_PID
     for i in $(seq 1 200); do
         port=$(sed -n "s#.*on http://$HOST:\([0-9][0-9]*\)/.*#\1#p" "$out" | head -n1)
         [[ -n $port ]] && break
-        kill -0 "$AX_PID" 2>/dev/null || { cat "$out" >&2; die "axle ($name) exited at start-up"; }
+        kill -0 "$AX_PID" 2>/dev/null || { cat "$out" >&2; die "$name exited at start-up"; }
         sleep 0.1
     done
-    [[ -n $port ]] || { cat "$out" >&2; die "axle ($name) did not report its address"; }
+    [[ -n $port ]] || { cat "$out" >&2; die "$name did not report its address"; }
     AX_PORT=$port
-    wait_http "$port" "axle ($name)"
+    wait_http "$port" "$name"
+}
+
+# start_axle NAME ROOT MODE [ARGS...]: sets AX_PID and AX_PORT
+start_axle() {
+    local name=$1 root=$2 mode=$3
+    shift 3
+    start_listening "axle ($name)" "$WORK/logs/axle-$name.log" \
+        "$BIN" serve --root "$root" --listen "$HOST:0" --cache "$mode" "$@"
+}
+
+# start_dynamic NAME ROOT MODE [ARGS...]: examples/dynamic_source.rs; sets
+# AX_PID and AX_PORT
+start_dynamic() {
+    local name=$1 root=$2 mode=$3
+    shift 3
+    start_listening "dynamic_source ($name)" "$WORK/logs/dynamic-$name.log" \
+        "$DYNAMIC" --root "$root" --listen "$HOST:0" --cache "$mode" "$@"
 }
 
 cpu_busy_percent() { # whole machine, 1 s sample
@@ -383,6 +428,15 @@ start_main() {
     cp "$REF/trivial" "$static/trivial/index.xml"
     cp "$REF/hello" "$static/hello/hello.xml"
 
+    # axum-floor (examples/hit_floor.rs): the same precomputed files, read
+    # into memory at start-up, one stat per request: the floor of Axle's
+    # HTTP stack for a hit
+    if [[ -n $FLOOR ]]; then
+        start_listening axum-floor "$WORK/logs/axum-floor.log" "$FLOOR" --root "$static" --listen "$HOST:0"
+        PORT[axum-floor]=$AX_PORT
+        SPID[axum-floor]=$AX_PID
+    fi
+
     # nginx: static and XSLT filter, one server, two ports
     local ng=$WORK/nginx
     mkdir -p "$ng/tmp"
@@ -429,7 +483,8 @@ start_main() {
     wait_http "${PORT[starlet]}" starlet
     log "main site: axle off=:${PORT[axle-off]} all=:${PORT[axle-all]} incremental=:${PORT[axle-incremental]}" \
         "nginx-static=:${PORT[nginx-static]} nginx-xslt=:${PORT[nginx-xslt]}" \
-        "modperl=:${PORT[modperl]} modperl-cache=:${PORT[modperl-cache]} starlet=:${PORT[starlet]}"
+        "modperl=:${PORT[modperl]} modperl-cache=:${PORT[modperl-cache]} starlet=:${PORT[starlet]}" \
+        "${PORT[axum-floor]:+axum-floor=:${PORT[axum-floor]}}"
 }
 
 stop_main() {
@@ -447,15 +502,17 @@ targets_args() { # NAME...: "NAME PORT" pairs for check()
 }
 
 scenario_doc_like() { # SCENARIO CASE URL REF
-    local scen=$1 case=$2 url=$3 ref=$4 t
-    local peers=(nginx-static nginx-xslt modperl modperl-cache axle-off axle-all axle-incremental)
+    local scen=$1 case=$2 url=$3 ref=$4 t floor=()
+    # doc: axum-floor next to nginx-static
+    [[ $scen == doc && -n ${PORT[axum-floor]:-} ]] && floor=(axum-floor)
+    local peers=(nginx-static "${floor[@]}" nginx-xslt modperl modperl-cache axle-off axle-all axle-incremental)
     # shellcheck disable=SC2046
     check "$scen" "$case" "$url" "$ref" before $(targets_args "${peers[@]}")
     for t in "${peers[@]}"; do
         cell "$scen" "$case" "$t" keep-alive "$CONNECTIONS" "${PORT[$t]}" "${SPID[$t]}" "$url"
     done
     if [[ $scen == doc ]]; then
-        for t in nginx-static modperl-cache axle-all axle-incremental; do
+        for t in nginx-static "${floor[@]}" modperl-cache axle-all axle-incremental; do
             cell "$scen" "$case" "$t" close "$CONNECTIONS" "${PORT[$t]}" "${SPID[$t]}" "$url"
         done
     fi
@@ -487,67 +544,238 @@ scenario_c1000() {
     check c1000 article "$DOC_URL" "$REF/doc" after $(targets_args "${peers[@]}")
 }
 
-# --- churn and dynamic: one file rewritten every CHURN_INTERVAL s ------------------------------
-# scenario_rewrite SCENARIO: churn rewrites the last stylesheet of the
-# article's chain (layout.xsl: a comment with a revision number in the
-# footer, so the output changes); dynamic rewrites the source document with
-# a <revision> element that article.xsl (stage 1) ignores, so stage 1's
-# output repeats.
-scenario_rewrite() {
-    local scen=$1 site=$WORK/$1/site tmpl target mode
-    mkdir -p "$WORK/$scen"
-    cp -r samples "$site"
-    if [[ $scen == churn ]]; then
-        target=$site/stylesheets/layout.xsl
-        tmpl=$WORK/$scen/layout.xsl.in
-        sed 's#<footer class="site-footer">#<footer class="site-footer"><xsl:comment> rev @REV@ </xsl:comment>#' \
-            samples/stylesheets/layout.xsl >"$tmpl"
-    else
-        target=$site/articles/xml-pipelines.xml
-        tmpl=$WORK/$scen/article.xml.in
-        sed 's#</date>#</date>\n  <revision>@REV@</revision>#' samples/articles/xml-pipelines.xml >"$tmpl"
+# --- churn and dynamic ----------------------------------------------------------------------
+# The DocBook part of the churn and dynamic sites: the suite's docbook
+# folder, a site layout stylesheet that wraps DocBook's HTML body in a page
+# frame (its footer carries a revision comment), and processors for
+# /docbook: docbook.xsl, then the layout (the suite's documents have no PI).
+# docbook_site SITE: returns 1 (with a note) when there is no suite.
+DOCBOOK_LAYOUT=/stylesheets/site-layout.xsl
+docbook_site() {
+    local site=$1
+    if [[ ! -d $LIBXSLT_SUITE/docbook ]]; then
+        add type=note "text=churn/dynamic: the docbook row groups were skipped, no libxslt suite at $LIBXSLT_SUITE"
+        warn "no $LIBXSLT_SUITE/docbook: skipping the docbook row groups"
+        return 1
     fi
-    grep -q '@REV@' "$tmpl" || die "$scen: could not make the rewrite template"
-    sed 's/@REV@/0/g' "$tmpl" >"$target"
-    local -A P S
-    for mode in off all incremental; do
-        start_axle "$scen-$mode" "$site" "$mode"
-        P[$mode]=$AX_PORT
-        S[$mode]=$AX_PID
-    done
-    local ref=$REF/$scen-before
-    curl -sS -o "$ref" "http://$HOST:${P[off]}$DOC_URL"
-    check "$scen" article "$DOC_URL" "$ref" before axle-off "${P[off]}" axle-all "${P[all]}" axle-incremental "${P[incremental]}"
+    cp -r "$LIBXSLT_SUITE/docbook" "$site/"
+    chmod -R u+w "$site/docbook"
+    local tmpl=$WORK/site-layout.xsl.in
+    cat >"$tmpl" <<'EOF'
+<?xml version="1.0" encoding="UTF-8"?>
+<!-- The bench site's layout over DocBook's HTML (benches/load/run.sh):
+     DocBook's body inside a page frame with a header and a footer. -->
+<xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">
+  <xsl:output method="html" encoding="UTF-8"/>
+  <xsl:template match="@*|node()">
+    <xsl:copy><xsl:apply-templates select="@*|node()"/></xsl:copy>
+  </xsl:template>
+  <xsl:template match="body">
+    <body>
+      <xsl:apply-templates select="@*"/>
+      <div class="site-page">
+        <header class="site-header"><a href="/">Axle bench site</a> / <xsl:value-of select="/html/head/title"/></header>
+        <main class="site-main"><xsl:apply-templates select="node()"/></main>
+        <footer class="site-footer"><xsl:comment> rev @REV@ </xsl:comment><p>Rendered from DocBook by the site layout.</p></footer>
+      </div>
+    </body>
+  </xsl:template>
+</xsl:stylesheet>
+EOF
+    sed 's/@REV@/0/g' "$tmpl" >"$site$DOCBOOK_LAYOUT"
+    cat >>"$site/axle.toml" <<EOF
 
-    start_bg "$CLIENT_CPU" "$WORK/logs/$scen-writer.log" perl "$HERE/bench.pl" rewrite "$tmpl" "$target" \
-        "$CHURN_INTERVAL" "$WORK/$scen/rewrites"
-    local writer=$STARTED_PID t0 t1
+# --- added by benches/load/run.sh: the DocBook documents (no PI) ---
+[[location."/docbook".processor]]
+type = "text/xsl"
+href = "/docbook/html/docbook.xsl"
+
+[[location."/docbook".processor]]
+type = "text/xsl"
+href = "$DOCBOOK_LAYOUT"
+EOF
+    "$BIN" check --config "$site/axle.toml" >&2
+}
+
+# rewrite_group SCENARIO CASE TEMPLATE TARGET CONNECTIONS URL... (globals P, S:
+# the three modes' ports and pids): body checks, then axle-all,
+# axle-incremental and axle-off measured while TARGET is rewritten from
+# TEMPLATE every CHURN_INTERVAL s, then the final-state check: the three
+# modes agree on every URL and show the last revision ("<!-- rev N -->").
+# With several URLs, requests are spread uniformly over them (bench.lua's
+# BENCH_PATHS).
+rewrite_group() {
+    local scen=$1 case=$2 tmpl=$3 target=$4 conns=$5
+    shift 5
+    local urls=("$@") url i ref mode
+    for i in "${!urls[@]}"; do
+        url=${urls[$i]} ref=$REF/$scen-$case-$i-before
+        curl -sS -o "$ref" "http://$HOST:${P[off]}$url"
+        check "$scen" "$case" "$url" "$ref" before axle-off "${P[off]}" axle-all "${P[all]}" axle-incremental "${P[incremental]}"
+    done
+    local count=$WORK/$scen/rewrites-$case
+    start_bg "$CLIENT_CPU" "$WORK/logs/$scen-$case-writer.log" perl "$HERE/bench.pl" rewrite "$tmpl" "$target" \
+        "$CHURN_INTERVAL" "$count"
+    local writer=$STARTED_PID t0 t1 wurl=${urls[0]}
     t0=$(date +%s.%N)
     CELL_ENV=(BENCH_COUNT_CACHE=1)
+    if ((${#urls[@]} > 1)); then
+        CELL_ENV+=("BENCH_PATHS=${urls[*]}")
+        wurl=/
+    fi
     for mode in all incremental off; do
-        cell "$scen" article "axle-$mode" keep-alive "$CONNECTIONS" "${P[$mode]}" "${S[$mode]}" "$DOC_URL"
+        cell "$scen" "$case" "axle-$mode" keep-alive "$conns" "${P[$mode]}" "${S[$mode]}" "$wurl" "documents=${#urls[@]}"
     done
     CELL_ENV=()
     stop_pid "$writer"
     t1=$(date +%s.%N)
     local n
-    n=$(cat "$WORK/$scen/rewrites" 2>/dev/null || echo 0)
-    add type=note "text=$scen: $n rewrites of $(basename "$target") in $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.1f", b - a}') s (every ${CHURN_INTERVAL} s, write a temporary file and rename it), during the warm-ups and the measured runs"
+    n=$(cat "$count" 2>/dev/null || echo 0)
+    add type=note "text=$scen ($case): $n rewrites of $(basename "$target") in $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.1f", b - a}') s (every ${CHURN_INTERVAL} s, write a temporary file and rename it), during the warm-ups and the measured runs"
     # After the last rewrite: the three modes must agree, and show the last revision.
     sleep 0.3
-    ref=$REF/$scen-after
-    curl -sS -o "$ref" "http://$HOST:${P[off]}$DOC_URL"
-    check "$scen" article "$DOC_URL" "$ref" after axle-off "${P[off]}" axle-all "${P[all]}" axle-incremental "${P[incremental]}"
-    if [[ $scen == churn ]] && ! grep -q -- "<!-- rev $n -->" "$ref"; then
-        add type=check "scenario=$scen" case=article target=axle-off "url=$DOC_URL" when=after \
-            "result=STALE: the body does not show the last revision ($n)" "bytes=$(wc -c <"$ref")"
-        CHECK_FAILURES=$((CHECK_FAILURES + 1))
-        warn "$scen: axle (off) does not show the last revision $n"
-    fi
-    if [[ $scen == dynamic ]] && [[ -e $REF/doc ]] && ! cmp -s "$ref" "$REF/doc"; then
-        warn "$scen: the rewritten article renders differently from the original (stage 1 should ignore <revision>)"
+    for i in "${!urls[@]}"; do
+        url=${urls[$i]} ref=$REF/$scen-$case-$i-after
+        curl -sS -o "$ref" "http://$HOST:${P[off]}$url"
+        check "$scen" "$case" "$url" "$ref" after axle-off "${P[off]}" axle-all "${P[all]}" axle-incremental "${P[incremental]}"
+        if ! grep -q -- "<!-- rev $n -->" "$ref"; then
+            add type=check "scenario=$scen" "case=$case" target=axle-off "url=$url" when=after \
+                "result=STALE: the body does not show the last revision ($n)" "bytes=$(wc -c <"$ref")"
+            CHECK_FAILURES=$((CHECK_FAILURES + 1))
+            KEEP_WORK=1
+            warn "$scen ($case): axle (off) does not show the last revision $n at $url"
+        fi
+    done
+}
+
+# churn: a site layout stylesheet rewritten every CHURN_INTERVAL s, under
+# (article) the sample article's chain (layout.xsl: article.xsl → layout.xsl)
+# and (docbook) the suite's DocBook test documents (docbook.xsl → the
+# site layout), on one site copy served by the three modes.
+scenario_churn() {
+    local site=$WORK/churn/site mode docbook=1
+    mkdir -p "$WORK/churn"
+    cp -r samples "$site"
+    local tmpl=$WORK/churn/layout.xsl.in
+    sed 's#<footer class="site-footer">#<footer class="site-footer"><xsl:comment> rev @REV@ </xsl:comment>#' \
+        samples/stylesheets/layout.xsl >"$tmpl"
+    grep -q '@REV@' "$tmpl" || die "churn: could not make the rewrite template"
+    sed 's/@REV@/0/g' "$tmpl" >"$site/stylesheets/layout.xsl"
+    docbook_site "$site" || docbook=0
+    local -A P S
+    for mode in off all incremental; do
+        start_axle "churn-$mode" "$site" "$mode"
+        P[$mode]=$AX_PORT
+        S[$mode]=$AX_PID
+    done
+    rewrite_group churn article "$tmpl" "$site/stylesheets/layout.xsl" "$CONNECTIONS" "$DOC_URL"
+    if ((docbook)); then
+        # Keep the test documents that Axle (off) renders with status 200
+        # within DOCBOOK_MAX_S seconds.
+        local f name url code secs kept=() seen=() dropped=()
+        for f in "$site"/docbook/test/*.xml; do
+            name=$(basename "$f") url=/docbook/test/$name
+            read -r code secs < <(curl -s -o /dev/null -m "$DOCBOOK_MAX_S" -w '%{http_code} %{time_total}\n' \
+                "http://$HOST:${P[off]}$url" || true)
+            code=${code:-000}
+            if [[ $code == 200 ]]; then
+                kept+=("$url")
+                seen+=("$name $(awk -v s="${secs:-0}" 'BEGIN {printf "%.2f", s}') s")
+            elif [[ $code == 000 ]]; then
+                dropped+=("$name (no answer within ${DOCBOOK_MAX_S} s)")
+                # let the server finish that render before timing the next
+                curl -s -o /dev/null -m 300 "http://$HOST:${P[off]}$url" || true
+            else
+                dropped+=("$name (HTTP $code)")
+            fi
+        done
+        ((${#kept[@]})) || die "churn (docbook): Axle renders none of the DocBook test documents"
+        local list gone=none
+        list=$(printf '%s, ' "${seen[@]}")
+        ((${#dropped[@]})) && gone=$(printf '%s, ' "${dropped[@]}")
+        log "churn (docbook): kept ${#kept[@]} documents (first off-mode render time): ${list%, }; dropped: ${gone%, }"
+        add type=note "text=churn (docbook): requests spread uniformly over the ${#kept[@]} DocBook test documents that Axle (off) renders with status 200 within ${DOCBOOK_MAX_S} s (time of that first render): ${list%, }; dropped: ${gone%, }. Chain docbook.xsl → site-layout.xsl (the rewritten stylesheet), c = $HEAVY_CONNECTIONS, wrk timeout 30 s"
+        WRK_EXTRA=(--timeout 30s)
+        rewrite_group churn docbook "$WORK/site-layout.xsl.in" "$site$DOCBOOK_LAYOUT" "$HEAVY_CONNECTIONS" "${kept[@]}"
+        WRK_EXTRA=()
     fi
     for mode in off all incremental; do stop_pid "${S[$mode]}"; done
+}
+
+# dynamic: examples/dynamic_source.rs serves DYNAMIC_URL, a source generated
+# on every request from a document of the site (a <volatile n="..."/>
+# counter after the root start tag, and a first stage that strips it), so
+# stage 1's output repeats. (article) the sample article; (docbook) a
+# medium DocBook test document given PIs for docbook.xsl and the site
+# layout. One server per mode and row group.
+dynamic_group() { # CASE DOCUMENT-URL STATIC-REF-NAME
+    local case=$1 doc=$2 mode
+    local -A P S
+    for mode in off all incremental; do
+        start_dynamic "$case-$mode" "$WORK/dynamic/site" "$mode" --document "$doc"
+        P[$mode]=$AX_PORT
+        S[$mode]=$AX_PID
+    done
+    local ref=$REF/dynamic-$case-before
+    [[ $(curl -sS -o "$ref" -w '%{http_code}' "http://$HOST:${P[off]}$DYNAMIC_URL") == 200 ]] ||
+        warn "dynamic ($case): dynamic_source (off) does not serve $DYNAMIC_URL"
+    check dynamic "$case" "$DYNAMIC_URL" "$ref" before axle-off "${P[off]}" axle-all "${P[all]}" axle-incremental "${P[incremental]}"
+    # the same document, served as a plain file by the same server
+    local static=$REF/dynamic-$case-static
+    curl -sS -o "$static" "http://$HOST:${P[off]}$doc"
+    if cmp -s "$ref" "$static"; then
+        add type=note "text=dynamic ($case): $DYNAMIC_URL (generated from $doc on every request) gives the same bytes as $doc itself"
+    else
+        add type=note "text=dynamic ($case): $DYNAMIC_URL (generated from $doc) renders differently from $doc itself ($(wc -c <"$ref") vs $(wc -c <"$static") bytes)"
+        warn "dynamic ($case): the generated source renders differently from $doc"
+    fi
+    local conns=$CONNECTIONS
+    if [[ $case == docbook ]]; then
+        conns=$HEAVY_CONNECTIONS
+        WRK_EXTRA=(--timeout 30s)
+    fi
+    CELL_ENV=(BENCH_COUNT_CACHE=1)
+    for mode in all incremental off; do
+        cell dynamic "$case" "axle-$mode" keep-alive "$conns" "${P[$mode]}" "${S[$mode]}" "$DYNAMIC_URL" "document=$doc"
+    done
+    CELL_ENV=()
+    WRK_EXTRA=()
+    ref=$REF/dynamic-$case-after
+    curl -sS -o "$ref" "http://$HOST:${P[off]}$DYNAMIC_URL"
+    check dynamic "$case" "$DYNAMIC_URL" "$ref" after axle-off "${P[off]}" axle-all "${P[all]}" axle-incremental "${P[incremental]}"
+    cmp -s "$ref" "$REF/dynamic-$case-before" ||
+        warn "dynamic ($case): the page changed during the run (the volatile part should not show)"
+    for mode in off all incremental; do stop_pid "${S[$mode]}"; done
+}
+
+scenario_dynamic() {
+    local site=$WORK/dynamic/site docbook=1
+    mkdir -p "$WORK/dynamic"
+    cp -r samples "$site"
+    docbook_site "$site" || docbook=0
+    dynamic_group article "$DOC_URL"
+    ((docbook)) || return 0
+    # A copy of a medium DocBook test document with PIs naming docbook.xsl
+    # and the site layout (after the XML declaration); the first candidate
+    # that `axle render` renders within DOCBOOK_MAX_S s is used.
+    local cand doc="" f
+    for cand in $DYNAMIC_DOCBOOK_CANDIDATES; do
+        f=$site/docbook/test/dynamic-$cand
+        LAYOUT=$DOCBOOK_LAYOUT perl -0pe 's{\A(<\?xml[^>]*\?>\s*)?}{($1 // "") . qq(<?xml-stylesheet href="/docbook/html/docbook.xsl" type="text/xsl"?>\n<?xml-stylesheet href="$ENV{LAYOUT}" type="text/xsl"?>\n)}e' \
+            "$site/docbook/test/$cand" >"$f"
+        if timeout "$DOCBOOK_MAX_S" taskset -c "$SERVER_CPU" "$BIN" render --root "$site" "$f" >"$WORK/dynamic/render-$cand" 2>"$WORK/logs/dynamic-render-$cand.err"; then
+            doc=/docbook/test/dynamic-$cand
+            break
+        fi
+        warn "dynamic (docbook): $cand does not render (see $WORK/logs/dynamic-render-$cand.err)"
+        rm -f "$f"
+    done
+    if [[ -z $doc ]]; then
+        add type=note "text=dynamic (docbook): skipped, none of $DYNAMIC_DOCBOOK_CANDIDATES renders"
+        return 0
+    fi
+    add type=note "text=dynamic (docbook): $DYNAMIC_URL generated on every request from $doc (a copy of docbook/test/${doc#/docbook/test/dynamic-}, $(wc -c <"$site$doc") bytes, with PIs for docbook.xsl and site-layout.xsl), chain strip-volatile.xsl → docbook.xsl → site-layout.xsl, c = $HEAVY_CONNECTIONS, wrk timeout 30 s"
+    dynamic_group docbook "$doc"
 }
 
 # --- heavy: DocBook and xmlspec from the libxslt suite ---------------------------------------
@@ -733,10 +961,15 @@ for scen in $ALL_SCENARIOS; do
         c1000) scenario_c1000 ;;
         esac
         ;;
-    churn | dynamic)
+    churn)
         stop_main
-        sample_busy "before $scen"
-        scenario_rewrite "$scen"
+        sample_busy "before churn"
+        scenario_churn
+        ;;
+    dynamic)
+        stop_main
+        sample_busy "before dynamic"
+        scenario_dynamic
         ;;
     heavy)
         stop_main
