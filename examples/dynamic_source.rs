@@ -38,6 +38,11 @@ use axle::pipeline::RenderRequest;
 use axle::provider::Provider;
 use axle::{CacheMode, Registry, ServeConfig};
 
+/// The allocator `axle serve` uses (see src/main.rs), so this server is
+/// measured on the same footing.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// The document whose text the dynamic source carries, by default.
 const ARTICLE: &str = "/articles/xml-pipelines.xml";
 /// The first stage, which drops the volatile part.

@@ -32,6 +32,11 @@ use axum::http::{HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 
+/// The allocator `axle serve` uses (see src/main.rs), so this server is
+/// measured on the same footing.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// One file, as read at start-up.
 struct Entry {
     /// Where it is on disk (the one `stat` per request).
