@@ -70,14 +70,7 @@ impl Fingerprints {
     /// The current content hash of `path`: one `stat`, plus a read when the
     /// file changed since it was last hashed.
     pub fn hash(&self, path: &Path) -> io::Result<ContentHash> {
-        let meta = std::fs::metadata(path)?;
-        let stamp = Stamp::of(&meta);
-        if let Some((seen, hash)) = self.memo.get(path) {
-            if seen == stamp {
-                return Ok(hash);
-            }
-        }
-        Ok(self.read(path)?.1)
+        Ok(self.stamped(path)?.1)
     }
 
     /// The stamp of `path` with the content hash it has under that stamp:

@@ -99,20 +99,13 @@ fn render_reports_errors_on_stderr_with_a_failing_status() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn serve_starts_on_the_given_address_and_serves_the_root() {
-    let site = TestSite::new();
+/// Starts `axle serve ARGS --root SITE` and returns it with the base URL
+/// from its first line.
+fn serve(args: &[&str], site: &TestSite) -> (std::process::Child, String) {
     let mut child = axle()
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--cache",
-            "all",
-            "--cache-size",
-            "16MiB",
-            "--root",
-        ])
+        .arg("serve")
+        .args(args)
+        .arg("--root")
         .arg(&site.root)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -128,6 +121,23 @@ async fn serve_starts_on_the_given_address_and_serves_the_root() {
         .unwrap()
         .trim_end_matches('/')
         .to_string();
+    (child, url)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_starts_on_the_given_address_and_serves_the_root() {
+    let site = TestSite::new();
+    let (mut child, url) = serve(
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--cache",
+            "all",
+            "--cache-size",
+            "16MiB",
+        ],
+        &site,
+    );
     let first = reqwest::get(format!("{url}/two.xml")).await.unwrap();
     assert_eq!(first.status(), 200);
     assert_eq!(first.headers()["x-axle-cache"], "miss");
@@ -141,24 +151,17 @@ async fn serve_starts_on_the_given_address_and_serves_the_root() {
 #[tokio::test(flavor = "multi_thread")]
 async fn several_io_threads_share_the_port_and_stop_together_on_sigterm() {
     let site = TestSite::new();
-    let mut child = axle()
-        .args(["serve", "--listen", "127.0.0.1:0", "--io-threads", "3"])
-        .args(["--freshness", "check", "--root"])
-        .arg(&site.root)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap()
-        .trim_end_matches('/')
-        .to_string();
+    let (mut child, url) = serve(
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--io-threads",
+            "3",
+            "--freshness",
+            "check",
+        ],
+        &site,
+    );
     // Each request on its own connection: the kernel spreads them over
     // the three listeners; every one must be answered the same.
     let mut tasks = Vec::new();
