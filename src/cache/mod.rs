@@ -1,6 +1,7 @@
 //! Caching: content hashes and keys ([`key`]), the stat-memoized file hashes
 //! that make freshness checks cheap ([`fingerprint`]), and the bounded,
-//! byte-weighed output store ([`store`]) that coalesces concurrent misses,
+//! byte-weighed output store ([`store`]) that coalesces concurrent misses
+//! and keeps incremental mode's traces,
 //! the hot-response memo ([`hot`]) and the directory watches that let it
 //! skip even the `stat`s ([`watch`]).
 //!

@@ -1,6 +1,12 @@
 //! The output store: `Key → Entry`, in memory, bounded in bytes (moka weighs
 //! each entry by its size), with concurrent misses for one key computed once.
 //! A hit is checked against the entry's recorded dependencies first.
+//!
+//! In incremental mode it also keeps *traces* (a build system's
+//! constructive traces): the key of a chain's last stage (its closure and
+//! its input's hash) → the key its response was stored under, so a request
+//! whose earlier stages were recomputed with unchanged output finds the
+//! stored response (early cut-off) without the last stage running again.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -48,11 +54,16 @@ pub enum Tier {
 
 type Tiered = moka::future::Cache<Key, Arc<Entry>>;
 
+/// What a trace costs, for the weigher: two keys and moka's own per-entry
+/// structures.
+const TRACE_WEIGHT: u32 = 160;
+
 /// The bounded output store.
 #[derive(Clone)]
 pub struct Store {
     finals: Tiered,
     intermediates: Tiered,
+    traces: moka::sync::Cache<Key, Key>,
     fingerprints: Fingerprints,
 }
 
@@ -72,15 +83,45 @@ fn tiered(budget: u64) -> Tiered {
         .build()
 }
 
+fn traces(budget: u64) -> moka::sync::Cache<Key, Key> {
+    moka::sync::Cache::builder()
+        .max_capacity(budget)
+        .weigher(|_k: &Key, _v: &Key| TRACE_WEIGHT)
+        .build()
+}
+
 impl Store {
     /// A store holding at most `finals` bytes of final outputs and
-    /// `intermediates` bytes of intermediate ones.
+    /// `intermediates` bytes of intermediate ones (and no traces: see
+    /// [`Store::with_traces`]).
     pub fn new(finals: u64, intermediates: u64, fingerprints: Fingerprints) -> Self {
         Store {
             finals: tiered(finals),
             intermediates: tiered(intermediates),
+            traces: traces(0),
             fingerprints,
         }
+    }
+
+    /// The same store keeping traces in at most `budget` bytes.
+    #[must_use]
+    pub fn with_traces(mut self, budget: u64) -> Self {
+        self.traces = traces(budget);
+        self
+    }
+
+    /// The final output a trace under `key` leads to, with its key, if
+    /// both are present and the output is fresh.
+    pub async fn traced(&self, key: &Key) -> Option<(Arc<Entry>, Key)> {
+        let last = self.traces.get(key)?;
+        let entry = self.get(&last, Tier::Final).await?;
+        Some((entry, last))
+    }
+
+    /// Records that the output of stage key `key` is the response stored
+    /// under `response`.
+    pub fn put_trace(&self, key: Key, response: Key) {
+        self.traces.insert(key, response);
     }
 
     fn tier(&self, tier: Tier) -> &Tiered {
@@ -144,6 +185,18 @@ impl Store {
         self.finals.entry_count() + self.intermediates.entry_count()
     }
 
+    /// Drops every intermediate output (tests: as if all were evicted).
+    #[cfg(test)]
+    pub(crate) async fn clear_intermediates(&self) {
+        self.intermediates.invalidate_all();
+        self.intermediates.run_pending_tasks().await;
+    }
+
+    /// Number of traces (approximate).
+    pub fn trace_count(&self) -> u64 {
+        self.traces.entry_count()
+    }
+
     /// Bytes held (approximate).
     pub fn weighted_size(&self) -> u64 {
         self.finals.weighted_size() + self.intermediates.weighted_size()
@@ -153,6 +206,7 @@ impl Store {
     pub async fn sync(&self) {
         self.finals.run_pending_tasks().await;
         self.intermediates.run_pending_tasks().await;
+        self.traces.run_pending_tasks();
     }
 }
 
@@ -216,6 +270,33 @@ mod tests {
         assert!(store.get(&key, Tier::Final).await.is_some());
         std::fs::write(&dep_path, "v2").unwrap();
         assert!(store.get(&key, Tier::Final).await.is_none());
+    }
+
+    #[tokio::test]
+    async fn a_trace_leads_to_a_fresh_stored_response_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let dep_path = dir.path().join("dep.xml");
+        std::fs::write(&dep_path, "v1").unwrap();
+        let fp = Fingerprints::default();
+        let store = Store::new(1 << 20, 1 << 20, fp.clone()).with_traces(1 << 20);
+        let (stage, response) = (
+            KeyBuilder::new("stage").finish(),
+            KeyBuilder::new("response").finish(),
+        );
+        store.put_trace(stage, response);
+        assert!(store.traced(&stage).await.is_none(), "no response stored");
+        let dep = Dep {
+            path: dep_path.clone(),
+            hash: fp.hash(&dep_path).unwrap(),
+        };
+        store
+            .get_or_compute::<(), _>(response, Tier::Final, async { Ok(entry("out", vec![dep])) })
+            .await
+            .unwrap();
+        let (found, key) = store.traced(&stage).await.expect("traced");
+        assert_eq!((&found.bytes[..], key), (&b"out"[..], response));
+        std::fs::write(&dep_path, "v2").unwrap();
+        assert!(store.traced(&stage).await.is_none(), "stale response");
     }
 
     #[tokio::test]

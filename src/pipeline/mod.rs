@@ -248,21 +248,27 @@ impl Pipeline {
         // One memory budget (--cache-size) for everything that grows with
         // the site: 1/32 for source bytes, the hot-response memo (metadata
         // only: it refers to store entries for bodies) 1/16, the rest for
-        // outputs. In incremental mode an eighth of the outputs' share holds
-        // intermediate outputs, so they never crowd out responses, and the
-        // memo gets 1/8: it is what finds a stored response whose earlier
-        // stages were evicted (a stage's key needs its input's hash). The
-        // per-file memos are bounded in entries (10,000 files and 5,000
-        // prologs: about 12 MB measured; at 50,000 and 20,000 they were
-        // 57 MB of a 100,000-document site's RSS).
+        // outputs. In incremental mode responses are found by their
+        // all-or-nothing key, so intermediate outputs only serve early
+        // cut-off after a change: a thirty-second of the outputs' share
+        // holds them (they never crowd out responses), and 1/128 holds the
+        // traces that cut-off follows (160 bytes each). The per-file memos
+        // are bounded in entries (10,000 files and 5,000 prologs: about
+        // 12 MB measured; at 50,000 and 20,000 they were 57 MB of a
+        // 100,000-document site's RSS).
         let fingerprints = Fingerprints::new(10_000);
         let files = FileProvider::new(&config.root, fingerprints.clone())?;
         let size = config.cache_size;
         let incremental = config.cache_mode == CacheMode::Incremental;
         let source_budget = (size / 32).max(1 << 20);
-        let hot_budget = (if incremental { size / 8 } else { size / 16 }).max(1 << 20);
-        let outputs = size.saturating_sub(size / 32 + hot_budget);
-        let intermediates = if incremental { outputs / 8 } else { 0 };
+        let hot_budget = (size / 16).max(1 << 20);
+        let trace_budget = if incremental {
+            (size / 128).max(1 << 20)
+        } else {
+            0
+        };
+        let outputs = size.saturating_sub(source_budget + hot_budget + trace_budget);
+        let intermediates = if incremental { outputs / 32 } else { 0 };
         let hot_watcher = watcher(config, &fingerprints);
         Ok(Pipeline {
             sources: CachingProvider::new(files.clone(), source_budget),
@@ -270,7 +276,8 @@ impl Pipeline {
             registry,
             compiled: Arc::new(Compiled::new(4096, fingerprints.clone())),
             runtime: tokio::runtime::Handle::try_current().ok(),
-            store: Store::new(outputs - intermediates, intermediates, fingerprints),
+            store: Store::new(outputs - intermediates, intermediates, fingerprints)
+                .with_traces(trace_budget),
             prologs: moka::sync::Cache::new(5_000),
             hot: HotMemo::new(hot_budget, hot_watcher),
             pool: Arc::new(Pool::new(config.workers)?),
@@ -587,6 +594,13 @@ impl Pipeline {
         }
     }
 
+    /// Incremental mode. The response is stored under the all-or-nothing
+    /// key (so a hit costs exactly what it costs in `all` mode, however
+    /// many intermediate outputs were evicted); earlier stages are stored
+    /// under stage keys over their input's hash; and a *trace* maps the
+    /// last stage's key (its closure and its input's hash) to the
+    /// response it produced, so a recomputed earlier stage whose output is
+    /// unchanged reaches the stored response (early cut-off).
     async fn render_incremental(
         &self,
         job: ChainJob,
@@ -597,18 +611,46 @@ impl Pipeline {
     ) -> Result<Rendered, PipelineError> {
         let job = Arc::new(job);
         let total = job.stages.len();
+        let response_key = job.response_key(source_hash);
+        if let Some(entry) = self.store.get(&response_key, Tier::Final).await {
+            validators.extend(entry.deps.iter().cloned());
+            return Ok(rendered(&entry, CacheStatus::Hit, Some(response_key)));
+        }
         let mut input_hash = source_hash;
         let mut previous: Option<Arc<Entry>> = None;
         // A tree computed by this request for the next stage (faithful only).
         let mut carried: Option<XmlDoc> = None;
         let mut reused = 0;
-        let mut last_key = None;
+        let mut earlier_deps: Vec<Dep> = Vec::new();
         for index in 0..total {
-            let key = job.stage_key(index, input_hash);
-            last_key = Some(key);
+            let is_final = index + 1 == total;
+            let stage_key = job.stage_key(index, input_hash);
+            if is_final && total > 1 {
+                if let Some((entry, stored)) = self.store.traced(&stage_key).await {
+                    // Early cut-off: this input was seen before and its
+                    // response is still stored. Not stored again under
+                    // this request's key (a dynamic source has a new key
+                    // each time); the trace finds it while it lasts.
+                    validators.extend(entry.deps.iter().cloned());
+                    let status = if reused + 1 == total {
+                        CacheStatus::Hit
+                    } else {
+                        CacheStatus::Partial {
+                            reused: reused + 1,
+                            total,
+                        }
+                    };
+                    return Ok(rendered(&entry, status, Some(stored)));
+                }
+            }
             let tree_out: Arc<Mutex<Option<XmlDoc>>> = Arc::new(Mutex::new(None));
             let input_tree = carried.take();
             let input_bytes = previous.as_ref().map(|e| e.bytes.clone());
+            let earlier: Arc<[Dep]> = if is_final {
+                std::mem::take(&mut earlier_deps).into()
+            } else {
+                Arc::from(Vec::new())
+            };
             let compute = {
                 let (job, tree_out) = (Arc::clone(&job), Arc::clone(&tree_out));
                 let source = &mut source;
@@ -626,21 +668,30 @@ impl Pipeline {
                     };
                     self.pool
                         .run(move || {
-                            let (entry, tree) = job.run_one(index, input, true)?;
+                            let (mut entry, tree) = job.run_one(index, input, true)?;
                             if let Some(tree) = tree {
                                 if let Ok(mut slot) = tree_out.lock() {
                                     *slot = Some(tree);
                                 }
+                            }
+                            if is_final && !earlier.is_empty() {
+                                // The response answers hits on its own, so
+                                // it carries every stage's dependencies.
+                                let mut deps: Vec<Dep> = earlier.to_vec();
+                                deps.extend(entry.deps.iter().cloned());
+                                deps.sort_by(|a, b| a.path.cmp(&b.path));
+                                deps.dedup_by(|a, b| a.path == b.path);
+                                entry.deps = deps.into();
                             }
                             Ok::<_, PipelineError>(Arc::new(entry))
                         })
                         .await?
                 }
             };
-            let tier = if index + 1 == total {
-                Tier::Final
+            let (key, tier) = if is_final {
+                (response_key, Tier::Final)
             } else {
-                Tier::Intermediate
+                (stage_key, Tier::Intermediate)
             };
             let (entry, found) = self
                 .store
@@ -652,19 +703,24 @@ impl Pipeline {
             } else {
                 carried = tree_out.lock().ok().and_then(|mut slot| slot.take());
             }
+            if is_final {
+                if total > 1 {
+                    self.store.put_trace(stage_key, response_key);
+                }
+                validators.extend(entry.deps.iter().cloned());
+                let status = match reused {
+                    0 => CacheStatus::Miss,
+                    n if n == total => CacheStatus::Hit,
+                    n => CacheStatus::Partial { reused: n, total },
+                };
+                return Ok(rendered(&entry, status, Some(response_key)));
+            }
             input_hash = entry.hash;
             validators.extend(entry.deps.iter().cloned());
+            earlier_deps.extend(entry.deps.iter().cloned());
             previous = Some(entry);
         }
-        let Some(last) = previous else {
-            return Err(PipelineError::SourceChanged(located.path.rel().to_string()));
-        };
-        let status = match reused {
-            0 => CacheStatus::Miss,
-            n if n == total => CacheStatus::Hit,
-            n => CacheStatus::Partial { reused: n, total },
-        };
-        Ok(rendered(&last, status, last_key))
+        Err(PipelineError::SourceChanged(located.path.rel().to_string()))
     }
 }
 

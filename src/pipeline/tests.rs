@@ -136,3 +136,61 @@ fn request_params_are_sorted_and_the_last_value_wins() {
         ]
     );
 }
+
+#[tokio::test]
+async fn an_incremental_hit_needs_no_intermediate_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let identity = r#"<xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">
+  <xsl:template match="@*|node()"><xsl:copy><xsl:apply-templates select="@*|node()"/></xsl:copy></xsl:template>
+</xsl:stylesheet>"#;
+    std::fs::write(root.join("one.xsl"), identity).unwrap();
+    std::fs::write(root.join("two.xsl"), identity).unwrap();
+    std::fs::write(
+        root.join("doc.xml"),
+        r#"<?xml-stylesheet type="text/xsl" href="one.xsl"?><?xml-stylesheet type="text/xsl" href="two.xsl"?><doc>x</doc>"#,
+    )
+    .unwrap();
+    let mut config = ServeConfig::new(root);
+    config.cache_mode = CacheMode::Incremental;
+    config.freshness = crate::config::Freshness::Check;
+    let pipeline = Pipeline::new(&config, Registry::default()).unwrap();
+    let located = pipeline.provider().locate("/doc.xml").unwrap();
+    let req = RenderRequest::default();
+    let first = pipeline.render(&located, &req).await.unwrap();
+    assert_eq!(first.cache, CacheStatus::Miss);
+    // Every intermediate output evicted: the trace still finds the response.
+    pipeline.store().clear_intermediates().await;
+    let again = pipeline.render(&located, &req).await.unwrap();
+    assert_eq!(again.cache, CacheStatus::Hit);
+    assert_eq!(again.body, first.body);
+    assert_eq!(again.stored, first.stored);
+    // An edited stage invalidates the trace's key; the walk runs again
+    // (stage 1 was evicted, so nothing is reused).
+    std::fs::write(
+        root.join("two.xsl"),
+        identity.replace("<xsl:copy>", "<xsl:copy><!-- -->"),
+    )
+    .unwrap();
+    let edited = pipeline.render(&located, &req).await.unwrap();
+    assert_eq!(edited.cache, CacheStatus::Miss);
+    // With stage 1 stored again, the next edit reuses it (early cut-off).
+    std::fs::write(
+        root.join("two.xsl"),
+        identity.replace("<xsl:copy>", "<xsl:copy><!-- 3 -->"),
+    )
+    .unwrap();
+    let third = pipeline.render(&located, &req).await.unwrap();
+    assert_eq!(
+        third.cache,
+        CacheStatus::Partial {
+            reused: 1,
+            total: 2
+        }
+    );
+    // Back to the first version: its trace and response are still there.
+    std::fs::write(root.join("two.xsl"), identity).unwrap();
+    let reverted = pipeline.render(&located, &req).await.unwrap();
+    assert_eq!(reverted.cache, CacheStatus::Hit);
+    assert_eq!(reverted.body, first.body);
+}
