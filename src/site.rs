@@ -11,9 +11,9 @@
 //! `reset`. Every merged location carries a hash of everything in it that
 //! can change output; the pipeline puts it in every cache key.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use serde::Deserialize;
 use toml::Spanned;
@@ -277,7 +277,9 @@ pub struct SiteConfig {
     sections: Vec<ValidSection>,
     registry: Registry,
     source: Option<PathBuf>,
-    merged: Arc<moka::sync::Cache<Vec<usize>, Arc<Location>>>,
+    /// Merged locations by the sections they merge (prefix chains, so few;
+    /// a plain map: this is read on every request).
+    merged: Arc<RwLock<HashMap<Vec<usize>, Arc<Location>>>>,
 }
 
 impl SiteConfig {
@@ -287,7 +289,7 @@ impl SiteConfig {
             sections: Vec::new(),
             registry,
             source: None,
-            merged: Arc::new(moka::sync::Cache::new(1024)),
+            merged: Arc::default(),
         }
     }
 
@@ -365,7 +367,7 @@ impl SiteConfig {
             sections,
             registry,
             source: Some(file.to_path_buf()),
-            merged: Arc::new(moka::sync::Cache::new(1024)),
+            merged: Arc::default(),
         })
     }
 
@@ -378,11 +380,21 @@ impl SiteConfig {
             .filter(|(_, s)| prefix_matches(&s.prefix, url_path))
             .map(|(i, _)| i)
             .collect();
-        if let Some(hit) = self.merged.get(&matched) {
+        if let Some(hit) = self
+            .merged
+            .read()
+            .ok()
+            .and_then(|m| m.get(&matched).cloned())
+        {
             return hit;
         }
         let location = Arc::new(self.merge(&matched));
-        self.merged.insert(matched, Arc::clone(&location));
+        if let Ok(mut merged) = self.merged.write() {
+            if merged.len() >= MAX_MERGED {
+                merged.clear();
+            }
+            merged.insert(matched, Arc::clone(&location));
+        }
         location
     }
 
@@ -496,6 +508,10 @@ impl SiteConfig {
 }
 
 /// Does a location prefix cover this URL path (on segment boundaries)?
+/// Bound of the merged-location memo (it holds one entry per distinct set
+/// of matching sections, which nested prefixes keep small).
+const MAX_MERGED: usize = 1024;
+
 fn prefix_matches(prefix: &str, path: &str) -> bool {
     let prefix = prefix.trim_end_matches('/');
     prefix.is_empty()

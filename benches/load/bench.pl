@@ -391,10 +391,36 @@ sub report {
         $find->(scenario => 'trivial', target => 'axle-off', %ka),
         'Axle incremental (hit) ÷ Axle off, keep-alive');
     for my $case ([doc => 'doc'], [trivial => 'trivial'], [hello => 'hello']) {
-        $ratio_target->("incremental ÷ all on the all-hit path ≥ 0.98 ($case->[1])", '≥ 0.98',
-            $find->(scenario => $case->[0], target => 'axle-incremental', %ka),
-            $find->(scenario => $case->[0], target => 'axle-all', %ka),
-            'Axle incremental ÷ Axle all, both all hits, keep-alive');
+        my $name = "incremental ÷ all on the all-hit path ≥ 0.98 ($case->[1])";
+        my $single_a = $find->(scenario => $case->[0], target => 'axle-incremental', %ka);
+        my $single_b = $find->(scenario => $case->[0], target => 'axle-all', %ka);
+        # The pairs scenario: back-to-back rounds; the median round ratio.
+        my @ratios;
+        for my $r (grep { $_->{scenario} eq 'pairs' && $_->{case} eq $case->[0]
+                          && $_->{target} eq 'axle-incremental' } @cells) {
+            my ($b) = grep { $_->{scenario} eq 'pairs' && $_->{case} eq $case->[0]
+                             && $_->{target} eq 'axle-all' && ($_->{round} // '') eq ($r->{round} // '') } @cells;
+            push @ratios, $r->{requests_per_sec} / $b->{requests_per_sec}
+                if $b && $b->{requests_per_sec};
+        }
+        if (!@ratios) {
+            $ratio_target->($name, '≥ 0.98', $single_a, $single_b,
+                'Axle incremental ÷ Axle all, both all hits, keep-alive');
+            next;
+        }
+        my @sorted = sort { $a <=> $b } @ratios;
+        my $median = @sorted % 2 ? $sorted[$#sorted / 2] : ($sorted[@sorted / 2 - 1] + $sorted[@sorted / 2]) / 2;
+        my %t = (target => $name, goal => '≥ 0.98',
+            measure => 'median over interleaved rounds (pairs scenario) of Axle incremental ÷ Axle all, both all hits, keep-alive');
+        $t{value} = 0 + sprintf('%.3f', $median);
+        $t{rounds} = [map { 0 + sprintf('%.3f', $_) } @ratios];
+        $t{measured} = sprintf('%.2f× (median of %d interleaved rounds: %s)', $median, scalar @ratios,
+            join(', ', map { sprintf '%.2f', $_ } @ratios));
+        if ($single_a && $single_b && $single_b->{requests_per_sec}) {
+            $t{measured} .= sprintf('; single cells %.2f×', $single_a->{requests_per_sec} / $single_b->{requests_per_sec});
+        }
+        $t{met} = $median >= 0.98 ? JSON::PP::true : JSON::PP::false;
+        push @targets, \%t;
     }
     for my $s (qw(churn dynamic)) {
         for my $case (qw(article docbook)) {

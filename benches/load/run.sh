@@ -14,7 +14,9 @@
 #   DURATION          wrk duration of each measured cell (default 10s)
 #   WARMUP            unrecorded wrk run before each cell (default 2s; 0 = none)
 #   SCENARIOS         subset, in any order (default: all, in this order):
-#                     "doc trivial hello c1000 churn dynamic heavy site"
+#                     "doc trivial hello pairs c1000 churn dynamic heavy site"
+#   PAIR_ROUNDS       interleaved all/incremental rounds of the pairs scenario
+#                     (default 5); PAIR_DURATION their length (default 5s)
 #   SITE_DOCS         documents of the site scenario (default 100000)
 #   SITE_CACHE_MIB    --cache-size of the site scenario, MiB (default 64)
 #   SITE_WARMUP_MAX   longest warm-up of the site scenario, s (default 60)
@@ -40,8 +42,10 @@ set -euo pipefail
 
 DURATION=${DURATION:-10s}
 WARMUP=${WARMUP:-2s}
-ALL_SCENARIOS="doc trivial hello c1000 churn dynamic heavy site"
+ALL_SCENARIOS="doc trivial hello pairs c1000 churn dynamic heavy site"
 SCENARIOS=${SCENARIOS:-$ALL_SCENARIOS}
+PAIR_ROUNDS=${PAIR_ROUNDS:-5}
+PAIR_DURATION=${PAIR_DURATION:-5s}
 SITE_DOCS=${SITE_DOCS:-100000}
 SITE_CACHE_MIB=${SITE_CACHE_MIB:-64}
 SITE_WARMUP_MAX=${SITE_WARMUP_MAX:-60}
@@ -533,6 +537,31 @@ scenario_hello() {
     check hello hello "$HELLO_URL" "$REF/hello" after $(targets_args "${peers[@]}")
 }
 
+# pairs: incremental ÷ all on the all-hit path is a ratio near 1, below the
+# drift between two cells measured a minute apart; so the two modes are
+# measured in PAIR_ROUNDS back-to-back pairs (order alternating), and the
+# target takes the median of the per-round ratios.
+scenario_pairs() {
+    local name url conns round mode order
+    for name in doc trivial hello; do
+        case $name in
+        doc) url=$DOC_URL conns=$CONNECTIONS ;;
+        trivial) url=$TRIVIAL_URL conns=$CONNECTIONS ;;
+        hello) url=$HELLO_URL conns=$HELLO_CONNECTIONS ;;
+        esac
+        # shellcheck disable=SC2046
+        check pairs "$name" "$url" "$REF/$name" before $(targets_args axle-all axle-incremental)
+        for ((round = 1; round <= PAIR_ROUNDS; round++)); do
+            order="all incremental"
+            ((round % 2)) || order="incremental all"
+            for mode in $order; do
+                DURATION=$PAIR_DURATION cell pairs "$name" "axle-$mode" keep-alive "$conns" \
+                    "${PORT[axle-$mode]}" "${SPID[axle-$mode]}" "$url" "round=$round"
+            done
+        done
+    done
+}
+
 scenario_c1000() {
     local peers=(nginx-static axle-all axle-incremental) t
     # shellcheck disable=SC2046
@@ -951,13 +980,14 @@ log "scenarios: $SCENARIOS; DURATION=$DURATION per cell, WARMUP=$WARMUP"
 for scen in $ALL_SCENARIOS; do
     want "$scen" || continue
     case $scen in
-    doc | trivial | hello | c1000)
+    doc | trivial | hello | pairs | c1000)
         start_main
         sample_busy "before $scen"
         case $scen in
         doc) scenario_doc_like doc article "$DOC_URL" "$REF/doc" ;;
         trivial) scenario_doc_like trivial trivial "$TRIVIAL_URL" "$REF/trivial" ;;
         hello) scenario_hello ;;
+        pairs) scenario_pairs ;;
         c1000) scenario_c1000 ;;
         esac
         ;;

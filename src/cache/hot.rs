@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::watch::{Token, Watcher};
-use super::{Key, Stamp};
+use super::{FieldKey, Stamp};
 
 /// How a memoized response is known to be still valid.
 #[derive(Debug)]
@@ -51,7 +51,7 @@ pub struct HotEntry<T> {
 
 /// The memo, bounded in bytes.
 pub struct HotMemo<T> {
-    cache: moka::sync::Cache<Key, Arc<HotEntry<T>>>,
+    cache: moka::sync::Cache<FieldKey, Arc<HotEntry<T>>>,
     watcher: Option<Watcher>,
 }
 
@@ -87,8 +87,9 @@ impl<T: Clone + Weight + Send + Sync + 'static> HotMemo<T> {
         let cache = moka::sync::Cache::builder()
             .max_capacity(budget)
             .eviction_policy(moka::policy::EvictionPolicy::lru())
-            .weigher(|_k: &Key, v: &Arc<HotEntry<T>>| {
-                u32::try_from(v.value.weight() + v.validity.weight() + 96).unwrap_or(u32::MAX)
+            .weigher(|k: &FieldKey, v: &Arc<HotEntry<T>>| {
+                u32::try_from(k.len() + v.value.weight() + v.validity.weight() + 96)
+                    .unwrap_or(u32::MAX)
             })
             .build();
         HotMemo { cache, watcher }
@@ -100,7 +101,7 @@ impl<T: Clone + Weight + Send + Sync + 'static> HotMemo<T> {
     }
 
     /// The response under `key` if nothing it came from has changed.
-    pub fn get(&self, key: &Key) -> Option<T> {
+    pub fn get(&self, key: &FieldKey) -> Option<T> {
         let entry = self.cache.get(key)?;
         let fresh = match &entry.validity {
             Validity::Stamps(checks) => checks
@@ -123,7 +124,7 @@ impl<T: Clone + Weight + Send + Sync + 'static> HotMemo<T> {
     /// under `root`, with the stamps they had when they were read). When
     /// watching, the files are watched and their stamps verified once now;
     /// a file that already changed means nothing is remembered.
-    pub fn put(&self, key: Key, value: T, root: &Path, checks: Vec<(PathBuf, Stamp)>) {
+    pub fn put(&self, key: FieldKey, value: T, root: &Path, checks: Vec<(PathBuf, Stamp)>) {
         let validity = match self
             .watcher
             .as_ref()
@@ -153,7 +154,7 @@ impl<T: Clone + Weight + Send + Sync + 'static> HotMemo<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cache::KeyBuilder;
+    use crate::cache::FieldKeyBuilder;
 
     #[test]
     fn a_changed_or_missing_file_invalidates() {
@@ -163,9 +164,9 @@ mod tests {
         for watcher in [None, Some(Watcher::new(10, None).unwrap())] {
             std::fs::write(&a, "1").unwrap();
             let memo = HotMemo::new(10_000, watcher);
-            let key = KeyBuilder::new("t").finish();
+            let key = FieldKeyBuilder::new("t").finish();
             memo.put(
-                key,
+                key.clone(),
                 7u32,
                 &root,
                 vec![(a.clone(), Stamp::current(&a).unwrap())],
@@ -174,7 +175,7 @@ mod tests {
             std::fs::write(&a, "22").unwrap();
             assert_eq!(memo.get(&key), None);
             memo.put(
-                key,
+                key.clone(),
                 8u32,
                 &root,
                 vec![(a.clone(), Stamp::current(&a).unwrap())],
@@ -194,8 +195,8 @@ mod tests {
         let read_at = Stamp::current(&a).unwrap();
         std::fs::write(&a, "two").unwrap();
         let memo = HotMemo::new(10_000, Some(Watcher::new(10, None).unwrap()));
-        let key = KeyBuilder::new("t").finish();
-        memo.put(key, 7u32, &root, vec![(a.clone(), read_at)]);
+        let key = FieldKeyBuilder::new("t").finish();
+        memo.put(key.clone(), 7u32, &root, vec![(a.clone(), read_at)]);
         assert_eq!(memo.get(&key), None);
     }
 }

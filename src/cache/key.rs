@@ -71,21 +71,126 @@ impl fmt::Debug for Key {
 }
 
 /// Builds a [`Key`] field by field.
+///
+/// Fields are gathered in a buffer and hashed in one go (a key is built on
+/// every request, and blake3's per-call overhead dwarfed its few hundred
+/// bytes), from a hasher whose context key is derived once per process;
+/// the hashed byte stream, and so every key, is exactly what feeding the
+/// fields one by one to `Hasher::new_derive_key(KEY_CONTEXT)` gives.
 #[derive(Debug, Clone)]
-pub struct KeyBuilder(blake3::Hasher);
+pub struct KeyBuilder {
+    hasher: blake3::Hasher,
+    buf: Vec<u8>,
+}
+
+/// The derive-key hasher for [`KEY_CONTEXT`], before any input.
+static BASE: std::sync::LazyLock<blake3::Hasher> =
+    std::sync::LazyLock::new(|| blake3::Hasher::new_derive_key(KEY_CONTEXT));
+
+/// Buffered bytes beyond which fields go to the hasher (large fields, such
+/// as a generated document's bytes, are not copied twice).
+const FLUSH_AT: usize = 4096;
 
 impl KeyBuilder {
     /// Starts a key of the given kind (e.g. `"stage"`, `"response"`).
     pub fn new(kind: &str) -> Self {
-        let mut b = KeyBuilder(blake3::Hasher::new_derive_key(KEY_CONTEXT));
+        let mut b = KeyBuilder {
+            hasher: BASE.clone(),
+            buf: Vec::with_capacity(256),
+        };
         b.bytes(kind.as_bytes());
         b
     }
 
     /// Adds a length-prefixed byte field.
     pub fn bytes(&mut self, field: &[u8]) -> &mut Self {
-        self.0.update(&(field.len() as u64).to_le_bytes());
-        self.0.update(field);
+        self.buf
+            .extend_from_slice(&(field.len() as u64).to_le_bytes());
+        if self.buf.len() + field.len() > FLUSH_AT {
+            self.hasher.update(&self.buf);
+            self.buf.clear();
+            self.hasher.update(field);
+        } else {
+            self.buf.extend_from_slice(field);
+        }
+        self
+    }
+
+    /// Adds a string field.
+    pub fn str(&mut self, field: &str) -> &mut Self {
+        self.bytes(field.as_bytes())
+    }
+
+    /// Adds a content hash.
+    pub fn hash(&mut self, h: &ContentHash) -> &mut Self {
+        self.bytes(h.as_bytes())
+    }
+
+    /// Adds an integer.
+    pub fn u64(&mut self, n: u64) -> &mut Self {
+        self.bytes(&n.to_le_bytes())
+    }
+
+    fn finalize(&self) -> [u8; 32] {
+        let mut hasher = self.hasher.clone();
+        hasher.update(&self.buf);
+        *hasher.finalize().as_bytes()
+    }
+
+    /// Finishes the key.
+    pub fn finish(&self) -> Key {
+        Key(self.finalize())
+    }
+
+    /// Finishes as a content hash (for combined hashes such as a
+    /// stylesheet's closure).
+    pub fn finish_hash(&self) -> ContentHash {
+        ContentHash(self.finalize())
+    }
+}
+
+/// A key made of its fields themselves (length-prefixed, as a [`Key`]'s
+/// are), for in-memory memos looked up on every request: the map hashes it
+/// with its own (randomly seeded) hasher and compares equal keys in full, so
+/// no two requests can share an entry, without a blake3 pass per request.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct FieldKey(Box<[u8]>);
+
+impl FieldKey {
+    /// Its size in bytes (for weighers).
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Is it empty (never, for a built key)?
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl fmt::Debug for FieldKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "FieldKey({} bytes)", self.0.len())
+    }
+}
+
+/// Builds a [`FieldKey`] field by field.
+#[derive(Debug, Clone)]
+pub struct FieldKeyBuilder(Vec<u8>);
+
+impl FieldKeyBuilder {
+    /// Starts a key of the given kind.
+    pub fn new(kind: &str) -> Self {
+        let mut b = FieldKeyBuilder(Vec::with_capacity(192));
+        b.bytes(kind.as_bytes());
+        b
+    }
+
+    /// Adds a length-prefixed byte field.
+    pub fn bytes(&mut self, field: &[u8]) -> &mut Self {
+        self.0
+            .extend_from_slice(&(field.len() as u64).to_le_bytes());
+        self.0.extend_from_slice(field);
         self
     }
 
@@ -105,14 +210,8 @@ impl KeyBuilder {
     }
 
     /// Finishes the key.
-    pub fn finish(&self) -> Key {
-        Key(*self.0.finalize().as_bytes())
-    }
-
-    /// Finishes as a content hash (for combined hashes such as a
-    /// stylesheet's closure).
-    pub fn finish_hash(&self) -> ContentHash {
-        ContentHash(*self.0.finalize().as_bytes())
+    pub fn finish(&mut self) -> FieldKey {
+        FieldKey(std::mem::take(&mut self.0).into_boxed_slice())
     }
 }
 
@@ -125,6 +224,30 @@ mod tests {
         let a = KeyBuilder::new("k").str("ab").str("c").finish();
         let b = KeyBuilder::new("k").str("a").str("bc").finish();
         assert_ne!(a, b);
+    }
+
+    #[test]
+    fn buffering_does_not_change_keys() {
+        // Field by field into the derive-key hasher, as keys were defined.
+        let fields: [&[u8]; 4] = [b"stage", &[7u8; 5000], b"", b"tail"];
+        let mut plain = blake3::Hasher::new_derive_key(KEY_CONTEXT);
+        for f in fields {
+            plain.update(&(f.len() as u64).to_le_bytes());
+            plain.update(f);
+        }
+        let mut built = KeyBuilder::new("stage");
+        for f in &fields[1..] {
+            built.bytes(f);
+        }
+        assert_eq!(built.finish().0, *plain.finalize().as_bytes());
+    }
+
+    #[test]
+    fn field_keys_are_length_prefixed() {
+        let a = FieldKeyBuilder::new("k").str("ab").str("c").finish();
+        let b = FieldKeyBuilder::new("k").str("a").str("bc").finish();
+        assert_ne!(a, b);
+        assert_eq!(a, FieldKeyBuilder::new("k").str("ab").str("c").finish());
     }
 
     #[test]

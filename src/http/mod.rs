@@ -294,11 +294,19 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
         (method != Method::POST && !passthru && !location.directories && location.trace.is_none())
             .then(|| {
                 let chosen = choose::choose(&location, request.headers(), &query, None);
-                let req = render_request(&location, &chosen, params(&location, &query, &[]));
-                (Pipeline::hot_key(&path, &req), req)
+                let params = params(&location, &query, &[]);
+                let key = Pipeline::hot_key_of(
+                    &path,
+                    Some(location.hash),
+                    &chosen.selection,
+                    chosen.from_client,
+                    location.xinclude,
+                    &params,
+                );
+                (key, chosen, params)
             });
-    if let Some((key, _)) = &hot {
-        if let Some(rendered) = app.pipeline.hot_get(key).await {
+    if let Some((key, _, _)) = &hot {
+        if let Some(rendered) = app.pipeline.hot_get(key) {
             return Ok(document_response(rendered, request.headers(), &location));
         }
     }
@@ -371,7 +379,7 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
     }
     let headers = request.headers().clone();
     let req = match (hot, &url_style) {
-        (Some((_, req)), None) => req,
+        (Some((_, chosen, params)), None) => render_request(&location, &chosen, params),
         _ => {
             let form = if method == Method::POST {
                 form_body(request).await?
@@ -393,7 +401,7 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
                         request_path.push(index);
                     }
                 }
-                app.pipeline.hot_put(key, &request_path, &rendered);
+                app.pipeline.hot_put(key, &request_path, &rendered).await;
             }
             Ok(document_response(rendered, &headers, &location))
         }
@@ -651,27 +659,47 @@ fn document_response(
         }
     }
     let etag = rendered.hash.etag();
-    let cache = rendered.cache.header_value();
     let not_modified = request_headers
         .get(header::IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.split(',').any(|t| t.trim() == etag || t.trim() == "*"));
-    let mut builder = Response::builder()
-        .header(header::ETAG, &etag)
-        .header(CACHE_HEADER, cache);
-    if let Some(v) = vary {
-        builder = builder.header(header::VARY, v);
-    }
-    let response = if not_modified {
-        builder.status(StatusCode::NOT_MODIFIED).body(Body::empty())
+    // Headers inserted directly (no builder): this runs on every hit.
+    let mut response = if not_modified {
+        let mut r = Response::new(Body::empty());
+        *r.status_mut() = StatusCode::NOT_MODIFIED;
+        r
     } else {
-        builder = builder.status(StatusCode::OK).header(
+        let mut r = Response::new(Body::from(rendered.body));
+        r.headers_mut().insert(
             header::CONTENT_TYPE,
             content_type_value(&rendered.content_type),
         );
-        builder.body(Body::from(rendered.body))
+        r
     };
-    response.unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+    let headers = response.headers_mut();
+    if let Ok(v) = HeaderValue::from_maybe_shared(Bytes::from(etag)) {
+        headers.insert(header::ETAG, v);
+    }
+    headers.insert(CACHE_HEADER_NAME, cache_value(rendered.cache));
+    if let Some(v) = vary {
+        headers.insert(header::VARY, HeaderValue::from(v));
+    }
+    response
+}
+
+/// `X-Axle-Cache` as a header name.
+const CACHE_HEADER_NAME: axum::http::HeaderName = axum::http::HeaderName::from_static(CACHE_HEADER);
+
+/// The `X-Axle-Cache` value (static for the common ones).
+fn cache_value(cache: crate::pipeline::CacheStatus) -> HeaderValue {
+    use crate::pipeline::CacheStatus;
+    match cache {
+        CacheStatus::Hit => HeaderValue::from_static("hit"),
+        CacheStatus::Miss => HeaderValue::from_static("miss"),
+        CacheStatus::Untransformed => HeaderValue::from_static("none"),
+        other => HeaderValue::from_str(&other.header_value())
+            .unwrap_or_else(|_| HeaderValue::from_static("partial")),
+    }
 }
 
 fn content_type_value(ct: &str) -> HeaderValue {

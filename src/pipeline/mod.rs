@@ -25,12 +25,13 @@ pub use compiled::CompiledStage;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 use bytes::Bytes;
 
 use crate::cache::{
-    ContentHash, Dep, Entry, Fingerprints, HotMemo, Key, KeyBuilder, Stamp, Store, Tier,
+    ContentHash, Dep, Entry, FieldKey, FieldKeyBuilder, Fingerprints, HotMemo, Key, KeyBuilder,
+    Stamp, Store, Tier,
 };
 use crate::chain::{self, ChainError, Selection};
 use crate::config::{CacheMode, ServeConfig};
@@ -159,7 +160,7 @@ pub struct Pipeline {
     runtime: Option<tokio::runtime::Handle>,
     store: Store,
     prologs: moka::sync::Cache<ContentHash, Arc<Prolog>>,
-    hot: HotMemo<Rendered>,
+    hot: HotMemo<HotResponse>,
     pool: Arc<Pool>,
     mode: CacheMode,
     limits: Limits,
@@ -339,16 +340,36 @@ impl Pipeline {
     }
 
     /// The hot-memo key of a request for `url_path` (as requested).
-    pub fn hot_key(url_path: &str, req: &RenderRequest) -> Key {
-        let mut k = KeyBuilder::new("hot");
+    pub fn hot_key(url_path: &str, req: &RenderRequest) -> FieldKey {
+        Self::hot_key_of(
+            url_path,
+            req.location,
+            &req.selection,
+            req.client_style,
+            req.xinclude,
+            &req.params,
+        )
+    }
+
+    /// [`Pipeline::hot_key`] from the parts of a request that it covers
+    /// (so a hit need not build the whole [`RenderRequest`]).
+    pub fn hot_key_of(
+        url_path: &str,
+        location: Option<ContentHash>,
+        selection: &Selection,
+        client_style: bool,
+        xinclude: bool,
+        params: &[(String, String)],
+    ) -> FieldKey {
+        let mut k = FieldKeyBuilder::new("hot");
         k.str(url_path)
-            .hash(&req.location.unwrap_or_else(|| ContentHash::of(b"")))
-            .str(req.selection.style.as_deref().unwrap_or("\0"))
-            .str(&req.selection.media)
-            .u64(u64::from(req.client_style))
-            .u64(u64::from(req.xinclude))
-            .u64(req.params.len() as u64);
-        for (name, value) in &req.params {
+            .hash(&location.unwrap_or_else(|| ContentHash::of(b"")))
+            .str(selection.style.as_deref().unwrap_or("\0"))
+            .str(&selection.media)
+            .u64(u64::from(client_style))
+            .u64(u64::from(xinclude))
+            .u64(params.len() as u64);
+        for (name, value) in params {
             k.str(name).str(value);
         }
         k.finish()
@@ -356,15 +377,19 @@ impl Pipeline {
 
     /// The memoized response for `key`, if every file it came from is
     /// unchanged (one `stat` each). Never in `off` mode.
-    pub async fn hot_get(&self, key: &Key) -> Option<Rendered> {
+    pub fn hot_get(&self, key: &FieldKey) -> Option<Rendered> {
         if self.mode == CacheMode::Off {
             return None;
         }
-        let mut r = self.hot.get(key)?;
-        if let Some(stored) = &r.stored {
-            // The body lives in the store; the memo's own checks cover
-            // every file it came from, so no second freshness check.
-            let entry = self.store.peek_final(stored).await?;
+        let HotResponse {
+            rendered: mut r,
+            entry,
+        } = self.hot.get(key)?;
+        if r.stored.is_some() {
+            // The body lives in the store: while the store holds the entry
+            // the weak reference reaches it (no second lookup); the memo's
+            // own checks cover every file it came from.
+            let entry = entry.as_ref().and_then(Weak::upgrade)?;
             if entry.hash != r.hash {
                 return None;
             }
@@ -381,7 +406,7 @@ impl Pipeline {
     /// request named it (checked in place of the source's canonical path,
     /// so a re-pointed symlink is noticed). Skipped when a file changed
     /// since it was used, or the response is not cacheable.
-    pub fn hot_put(&self, key: Key, request_path: &Path, rendered: &Rendered) {
+    pub async fn hot_put(&self, key: FieldKey, request_path: &Path, rendered: &Rendered) {
         if self.mode == CacheMode::Off {
             return;
         }
@@ -411,10 +436,21 @@ impl Pipeline {
         }
         let mut memo = rendered.clone();
         memo.validators = None;
-        if memo.stored.is_some() {
+        let mut entry = None;
+        if let Some(stored) = &memo.stored {
+            // A weak reference: the memo never keeps a body the store has
+            // evicted (bodies are weighed once, by the store).
+            let Some(found) = self.store.peek_final(stored).await else {
+                return;
+            };
+            entry = Some(Arc::downgrade(&found));
             memo.body = Bytes::new();
         }
-        self.hot.put(key, memo, self.files.root(), checks);
+        let hot = HotResponse {
+            rendered: memo,
+            entry,
+        };
+        self.hot.put(key, hot, self.files.root(), checks);
     }
 
     /// Forgets memoized responses (after a configuration reload).
@@ -883,9 +919,18 @@ fn rendered(entry: &Entry, cache: CacheStatus, stored: Option<Key>) -> Rendered 
     }
 }
 
-impl crate::cache::Weight for Rendered {
+/// What the hot memo keeps for a request: the response without its body
+/// when the store holds that, and a weak reference to the store's entry.
+#[derive(Debug, Clone)]
+struct HotResponse {
+    rendered: Rendered,
+    entry: Option<Weak<Entry>>,
+}
+
+impl crate::cache::Weight for HotResponse {
     fn weight(&self) -> usize {
-        self.body.len() + self.content_type.len()
+        let weak = if self.entry.is_some() { 128 } else { 0 };
+        self.rendered.body.len() + self.rendered.content_type.len() + weak
     }
 }
 
