@@ -87,9 +87,84 @@ void shim_set_doc_url(xmlDocPtr d, const char *url) {
 }
 
 /*
+ * Text written with disable-output-escaping, in an intermediate stage's
+ * output, is serialized escaped between the JAXP processing instructions
+ * that say so, and restored (as libxslt's "noenc" text) when the next stage
+ * parses that output: the hand-off through bytes then gives the next stage
+ * exactly the tree a hand-off through the tree would (libxslt keeps the
+ * flag when it copies such text), instead of bytes that do not parse
+ * (DocBook writes &nbsp; this way).
+ */
+#define AXLE_DOE_OFF (const xmlChar *)"javax.xml.transform.disable-output-escaping"
+#define AXLE_DOE_ON (const xmlChar *)"javax.xml.transform.enable-output-escaping"
+
+/* Next node in document order within d's root element content (elements'
+   children first), or NULL. */
+static xmlNodePtr next_in_content(xmlNodePtr cur) {
+    if (cur->type == XML_ELEMENT_NODE && cur->children != NULL) return cur->children;
+    while (cur != NULL && cur->next == NULL) {
+        cur = cur->parent;
+        if (cur == NULL || cur->type == XML_DOCUMENT_NODE ||
+            cur->type == XML_HTML_DOCUMENT_NODE) return NULL;
+    }
+    return cur == NULL ? NULL : cur->next;
+}
+
+/* Marks each non-empty noenc text node (mark = 1) by wrapping it in the
+   two PIs and making it ordinary text, or undoes exactly that (mark = 0).
+   Returns -1 when a node cannot be allocated (the tree is then restored). */
+static int doe_marks(xmlDocPtr d, int mark) {
+    xmlNodePtr cur = d->children, next;
+    while (cur != NULL) {
+        next = next_in_content(cur);
+        if (mark && cur->type == XML_TEXT_NODE && cur->name == xmlStringTextNoenc &&
+            cur->content != NULL && cur->content[0] != 0 && cur->parent != NULL) {
+            xmlNodePtr off = xmlNewDocPI(d, AXLE_DOE_OFF, NULL);
+            xmlNodePtr on = xmlNewDocPI(d, AXLE_DOE_ON, NULL);
+            if (off == NULL || on == NULL) {
+                xmlFreeNode(off);
+                xmlFreeNode(on);
+                doe_marks(d, 0);
+                return -1;
+            }
+            /* Linked by hand: xmlAddPrevSibling/NextSibling never merge a PI,
+               but setting the links directly keeps the text node as it is. */
+            off->parent = on->parent = cur->parent;
+            off->prev = cur->prev;
+            off->next = cur;
+            if (cur->prev != NULL) cur->prev->next = off; else cur->parent->children = off;
+            cur->prev = off;
+            on->next = cur->next;
+            on->prev = cur;
+            if (cur->next != NULL) cur->next->prev = on; else cur->parent->last = on;
+            cur->next = on;
+            cur->name = xmlStringText;
+            next = on->next != NULL ? on->next : next_in_content(on);
+        } else if (!mark && cur->type == XML_PI_NODE && xmlStrEqual(cur->name, AXLE_DOE_OFF) &&
+                   cur->next != NULL && cur->next->type == XML_TEXT_NODE &&
+                   cur->next->next != NULL && cur->next->next->type == XML_PI_NODE &&
+                   xmlStrEqual(cur->next->next->name, AXLE_DOE_ON)) {
+            xmlNodePtr text = cur->next, on = text->next;
+            text->name = xmlStringTextNoenc;
+            next = on->next != NULL ? on->next : next_in_content(on);
+            xmlUnlinkNode(cur);
+            xmlFreeNode(cur);
+            xmlUnlinkNode(on);
+            xmlFreeNode(on);
+        }
+        cur = next;
+    }
+    return 0;
+}
+
+/* After parsing an intermediate stage's output: restores noenc text. */
+void shim_restore_doe(xmlDocPtr d) { doe_marks(d, 0); }
+
+/*
  * Serializes a document as plain XML in UTF-8 (even an HTML-typed result),
- * the canonical form of an intermediate stage's output. Returns 0 on success;
- * *out is malloc'ed by libxml2 (free with xmlFree).
+ * the canonical form of an intermediate stage's output (noenc text marked,
+ * see above; the tree is left as it was). Returns 0 on success; *out is
+ * malloc'ed by libxml2 (free with xmlFree).
  */
 int shim_dump_xml(xmlDocPtr d, xmlChar **out, int *len) {
     xmlBufferPtr buf = xmlBufferCreate();
@@ -98,10 +173,12 @@ int shim_dump_xml(xmlDocPtr d, xmlChar **out, int *len) {
     *out = NULL;
     *len = 0;
     if (buf == NULL) return -1;
+    if (doe_marks(d, 1) < 0) { xmlBufferFree(buf); return -1; }
     save = xmlSaveToBuffer(buf, "UTF-8", XML_SAVE_AS_XML);
-    if (save == NULL) { xmlBufferFree(buf); return -1; }
+    if (save == NULL) { doe_marks(d, 0); xmlBufferFree(buf); return -1; }
     rc = xmlSaveDoc(save, d) < 0 ? -1 : 0;
     if (xmlSaveClose(save) < 0) rc = -1;
+    doe_marks(d, 0);
     if (rc == 0) {
         *len = (int)xmlBufferLength(buf);
         *out = xmlStrndup(xmlBufferContent(buf), *len);

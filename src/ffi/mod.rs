@@ -519,6 +519,25 @@ impl XmlDoc {
         }
     }
 
+    /// Parses an earlier stage's output ([`XmlDoc::to_xml_bytes`]): as
+    /// [`XmlDoc::parse`], then text that was written with
+    /// disable-output-escaping (escaped, between the JAXP processing
+    /// instructions `javax.xml.transform.disable-output-escaping` and
+    /// `…enable-output-escaping`) becomes such text again, and the two
+    /// instructions go.
+    pub fn parse_stage_output(
+        bytes: &[u8],
+        url: &str,
+        resolver: Arc<dyn Resolver>,
+    ) -> Result<XmlDoc, XmlError> {
+        let doc = XmlDoc::parse(bytes, url, resolver)?;
+        // SAFETY: the document is live and ours; the shim relinks and frees
+        // only processing-instruction nodes of it and renames text nodes to
+        // libxml2's static "noenc" name.
+        unsafe { sys::shim_restore_doe(doc.ptr.as_ptr()) };
+        Ok(doc)
+    }
+
     /// Processes XInclude elements; included files are read through
     /// `resolver` (so confined and recorded). Returns the number of
     /// substitutions.
@@ -538,7 +557,9 @@ impl XmlDoc {
     }
 
     /// Serializes the tree as plain UTF-8 XML: the canonical bytes of an
-    /// intermediate stage's output.
+    /// intermediate stage's output. Text written with
+    /// disable-output-escaping is escaped between the JAXP processing
+    /// instructions that say so (see [`XmlDoc::parse_stage_output`]).
     pub fn to_xml_bytes(&self) -> Result<Vec<u8>, XmlError> {
         begin();
         let mut out: *mut u8 = ptr::null_mut();

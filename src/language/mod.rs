@@ -121,6 +121,11 @@ pub struct StageContext<'a> {
     pub limits: &'a Limits,
     /// Confined, recording reader for files the stage reads while running.
     pub resolver: &'a Arc<RootResolver>,
+    /// Is the input an earlier stage's output (not the source)? Its bytes
+    /// then mark text written with disable-output-escaping between the
+    /// JAXP processing instructions `javax.xml.transform.disable-output-escaping`
+    /// and `…enable-output-escaping`; [`StageData::into_dom_for`] restores it.
+    pub input_from_stage: bool,
 }
 
 impl<'a> StageContext<'a> {
@@ -138,7 +143,16 @@ impl<'a> StageContext<'a> {
             is_final,
             limits,
             resolver,
+            input_from_stage: false,
         }
+    }
+
+    /// The same context for a stage whose input is an earlier stage's
+    /// output.
+    #[must_use]
+    pub fn after_a_stage(mut self) -> Self {
+        self.input_from_stage = true;
+        self
     }
 
     /// Reads a file under the root relative to the document (or
@@ -178,6 +192,22 @@ impl StageData {
         match self {
             StageData::Bytes(b) => Ok(b),
             StageData::Dom(doc) => Ok(Bytes::from(doc.to_xml_bytes()?)),
+        }
+    }
+
+    /// The tree for the stage running in `ctx`: as [`StageData::into_dom`],
+    /// but an earlier stage's output gets back the text it wrote with
+    /// disable-output-escaping (see [`StageContext::input_from_stage`]), so
+    /// the hand-off through bytes gives the tree a hand-off through the
+    /// tree would.
+    pub fn into_dom_for(self, ctx: &StageContext<'_>) -> Result<XmlDoc, LanguageError> {
+        match self {
+            StageData::Bytes(b) if ctx.input_from_stage => Ok(XmlDoc::parse_stage_output(
+                &b,
+                ctx.base_url,
+                ctx.resolver.clone(),
+            )?),
+            other => other.into_dom(ctx.base_url, ctx.resolver),
         }
     }
 

@@ -37,7 +37,7 @@ struct XsltStage {
 
 impl Stage for XsltStage {
     fn run(&self, input: StageData, ctx: &StageContext<'_>) -> Result<StageOutput, LanguageError> {
-        let doc = input.into_dom(ctx.base_url, ctx.resolver)?;
+        let doc = input.into_dom_for(ctx)?;
         let result = self.style.transform(
             doc,
             ctx.base_url,

@@ -1016,6 +1016,7 @@ impl ChainJob {
             is_final,
             limits: &limits,
             resolver: &resolver,
+            input_from_stage: index > 0,
         };
         self.stats.stage_runs.fetch_add(1, Ordering::Relaxed);
         let span = tracing::debug_span!("stage", n = index + 1, stylesheet = %stage.rel);

@@ -43,6 +43,51 @@ async fn every_mode_gives_identical_bodies_and_headers() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn disable_output_escaping_in_an_earlier_stage_survives_every_hand_off() {
+    // DocBook's way of writing &nbsp;: text with disable-output-escaping in
+    // stage 1's (HTML) output, copied by stage 2. Through bytes, the
+    // intermediate must still parse and the text stay unescaped, exactly as
+    // through the tree.
+    let site = TestSite::new();
+    site.write(
+        "s/doe1.xsl",
+        r#"<xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">
+  <xsl:output method="html"/>
+  <xsl:template match="/">
+    <html><body><p>before <xsl:text disable-output-escaping="yes">&amp;nbsp;&lt;b&gt;raw&lt;/b&gt;</xsl:text> escaped &lt; after</p></body></html>
+  </xsl:template>
+</xsl:stylesheet>"#,
+    );
+    site.write(
+        "s/doe2.xsl",
+        r#"<xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">
+  <xsl:output method="html"/>
+  <xsl:template match="@*|node()"><xsl:copy><xsl:apply-templates select="@*|node()"/></xsl:copy></xsl:template>
+</xsl:stylesheet>"#,
+    );
+    site.write(
+        "doe.xml",
+        r#"<?xml-stylesheet href="s/doe1.xsl" type="text/xsl"?><?xml-stylesheet href="s/doe2.xsl" type="text/xsl"?><doc/>"#,
+    );
+    let bytes = TestServer::start_bytes_handoff(&site.root).await;
+    let want = bytes.get("/doe.xml").await;
+    assert_eq!(want.status, 200, "{}", want.text());
+    assert!(
+        want.text()
+            .contains("<p>before &nbsp;<b>raw</b> escaped &lt; after</p>"),
+        "{}",
+        want.text()
+    );
+    for mode in MODES {
+        let server = TestServer::start(&site.root, mode).await;
+        for round in 0..2 {
+            let got = server.get("/doe.xml").await;
+            assert_eq!(got.body, want.body, "{mode} round {round}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn caching_modes_report_miss_then_hit_and_off_always_computes() {
     let site = TestSite::new();
     for mode in MODES {
