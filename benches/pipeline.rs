@@ -8,7 +8,8 @@
 //! the `X-Axle-Cache` header to say what is being measured.
 //!
 //! `hot_path/*`: the pieces every request pays even on a hit: the prolog
-//! scanner, a cache key, and locating the source (one `stat`, memoized hash).
+//! scanner, a cache key, the hot memo's key (the request's fields, no
+//! hashing) and locating the source (one `stat`, memoized hash).
 //!
 //! Run with `cargo bench --bench pipeline`; `-- --test` runs each once.
 
@@ -138,6 +139,25 @@ fn hot_path(c: &mut Criterion) {
         })
     });
 
+    // The hot memo's key of a plain GET: what every hit builds first.
+    let selection = axle::chain::Selection {
+        style: None,
+        media: "screen".to_string(),
+    };
+    let location = Some(ContentHash::of(b"location"));
+    group.bench_function("hot_key/article", |b| {
+        b.iter(|| {
+            axle::pipeline::Pipeline::hot_key_of(
+                black_box(ARTICLE),
+                location,
+                black_box(&selection),
+                false,
+                false,
+                &[],
+            )
+        })
+    });
+
     let files = FileProvider::new(&samples(), Fingerprints::default()).expect("provider");
     files.locate(ARTICLE).expect("locate the article"); // memoize its hash
     group.bench_function("locate/article", |b| {
@@ -148,7 +168,7 @@ fn hot_path(c: &mut Criterion) {
 }
 
 fn config() -> Criterion {
-    // 9 benchmarks × (2 s warm-up + 5 s measurement) plus set-up: ~1.5 min.
+    // 10 benchmarks × (2 s warm-up + 5 s measurement) plus set-up: ~1.5 min.
     Criterion::default()
         .warm_up_time(Duration::from_secs(2))
         .measurement_time(Duration::from_secs(5))
