@@ -322,7 +322,7 @@ impl Pipeline {
         // source found malformed is tried again if it changed meanwhile (an
         // editor saving it), so a save is not seen as a passing error.
         for _ in 0..3 {
-            match self.render_once(&located, req).await {
+            match self.render_once(&located, req, None).await {
                 Err(PipelineError::SourceChanged(_)) => {
                     located = self.files.locate(located.path.url())?;
                 }
@@ -466,14 +466,21 @@ impl Pipeline {
         bytes: Bytes,
         req: &RenderRequest,
     ) -> Result<Rendered, PipelineError> {
+        // Handed to the render, not remembered: a generated document is
+        // usually one-off (a dynamic source changes on every request), and
+        // would only push real sources and prologs out of their memos.
         let hash = ContentHash::of(&bytes);
-        self.sources.remember(hash, bytes);
+        let source = Source {
+            path: path.clone(),
+            bytes,
+            hash,
+        };
         let located = Located {
             path: path.clone(),
             kind: crate::provider::ResourceKind::File,
             hash: Some(hash),
         };
-        self.render_once(&located, req).await
+        self.render_once(&located, req, Some(source)).await
     }
 
     /// The prolog of a source, memoized by content hash.
@@ -496,12 +503,18 @@ impl Pipeline {
         Ok(source)
     }
 
+    /// One render of `located`; `generated` is its source when it is not a
+    /// file (read once here, never from the source memo).
     async fn render_once(
         &self,
         located: &Located,
         req: &RenderRequest,
+        generated: Option<Source>,
     ) -> Result<Rendered, PipelineError> {
-        let (prolog, mut source) = self.prolog(located)?;
+        let (prolog, mut source) = match generated {
+            Some(source) => (Arc::new(scan_prolog(&source)?), Some(source)),
+            None => self.prolog(located)?,
+        };
         let source_hash = match (&source, located.hash) {
             (Some(s), _) => s.hash,
             (None, Some(h)) => h,

@@ -33,12 +33,6 @@ impl<P: Provider> CachingProvider<P> {
         CachingProvider { inner, sources }
     }
 
-    /// Remembers `bytes` (whose hash is `hash`): for documents that are
-    /// generated rather than read (directory listings, error documents).
-    pub fn remember(&self, hash: ContentHash, bytes: Bytes) {
-        self.sources.insert(hash, bytes);
-    }
-
     /// The wrapped provider.
     pub fn inner(&self) -> &P {
         &self.inner
