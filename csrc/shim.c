@@ -111,7 +111,9 @@ static xmlNodePtr next_in_content(xmlNodePtr cur) {
 }
 
 /* Marks each non-empty noenc text node (mark = 1) by wrapping it in the
-   two PIs and making it ordinary text, or undoes exactly that (mark = 0).
+   two PIs and making it ordinary text, or (mark = 0) turns every text node
+   so wrapped into noenc text and drops the PIs: the reading a parse of the
+   marked bytes gets (a pair the stylesheet wrote itself reads the same).
    Returns -1 when a node cannot be allocated (the tree is then restored). */
 static int doe_marks(xmlDocPtr d, int mark) {
     xmlNodePtr cur = d->children, next;
@@ -163,7 +165,9 @@ void shim_restore_doe(xmlDocPtr d) { doe_marks(d, 0); }
 /*
  * Serializes a document as plain XML in UTF-8 (even an HTML-typed result),
  * the canonical form of an intermediate stage's output (noenc text marked,
- * see above; the tree is left as it was). Returns 0 on success; *out is
+ * see above; afterwards the tree reads as the next stage will parse it,
+ * which is as it was unless the stylesheet wrote such PIs itself). Returns 0
+ * on success; *out is
  * malloc'ed by libxml2 (free with xmlFree).
  */
 int shim_dump_xml(xmlDocPtr d, xmlChar **out, int *len) {

@@ -70,49 +70,24 @@ impl fmt::Debug for Key {
     }
 }
 
-/// Builds a [`Key`] field by field.
-///
-/// Fields are gathered in a buffer and hashed in one go (a key is built on
-/// every request, and blake3's per-call overhead dwarfed its few hundred
-/// bytes), from a hasher whose context key is derived once per process;
-/// the hashed byte stream, and so every key, is exactly what feeding the
-/// fields one by one to `Hasher::new_derive_key(KEY_CONTEXT)` gives.
+/// Builds a key field by field: each field length-prefixed, so no two
+/// different field lists can give the same bytes. Where the bytes go is
+/// the sink's business: [`KeyBuilder`] hashes them into a [`Key`],
+/// [`FieldKeyBuilder`] keeps them as a [`FieldKey`].
 #[derive(Debug, Clone)]
-pub struct KeyBuilder {
-    hasher: blake3::Hasher,
-    buf: Vec<u8>,
+pub struct Fields<S>(S);
+
+/// Where a [`Fields`] builder's bytes go.
+pub trait Sink {
+    /// Takes the next bytes of the field stream.
+    fn write(&mut self, bytes: &[u8]);
 }
 
-/// The derive-key hasher for [`KEY_CONTEXT`], before any input.
-static BASE: std::sync::LazyLock<blake3::Hasher> =
-    std::sync::LazyLock::new(|| blake3::Hasher::new_derive_key(KEY_CONTEXT));
-
-/// Buffered bytes beyond which fields go to the hasher (large fields, such
-/// as a generated document's bytes, are not copied twice).
-const FLUSH_AT: usize = 4096;
-
-impl KeyBuilder {
-    /// Starts a key of the given kind (e.g. `"stage"`, `"response"`).
-    pub fn new(kind: &str) -> Self {
-        let mut b = KeyBuilder {
-            hasher: BASE.clone(),
-            buf: Vec::with_capacity(256),
-        };
-        b.bytes(kind.as_bytes());
-        b
-    }
-
+impl<S: Sink> Fields<S> {
     /// Adds a length-prefixed byte field.
     pub fn bytes(&mut self, field: &[u8]) -> &mut Self {
-        self.buf
-            .extend_from_slice(&(field.len() as u64).to_le_bytes());
-        if self.buf.len() + field.len() > FLUSH_AT {
-            self.hasher.update(&self.buf);
-            self.buf.clear();
-            self.hasher.update(field);
-        } else {
-            self.buf.extend_from_slice(field);
-        }
+        self.0.write(&(field.len() as u64).to_le_bytes());
+        self.0.write(field);
         self
     }
 
@@ -130,10 +105,56 @@ impl KeyBuilder {
     pub fn u64(&mut self, n: u64) -> &mut Self {
         self.bytes(&n.to_le_bytes())
     }
+}
+
+/// Builds a [`Key`]: a blake3 `derive_key` hash of the field stream.
+pub type KeyBuilder = Fields<Hashing>;
+
+/// The [`KeyBuilder`] sink: fields are gathered in a buffer and hashed in
+/// one go (blake3's per-call overhead dwarfed a key's few hundred bytes),
+/// from a hasher whose context key is derived once per process; the hashed
+/// byte stream, and so every key, is exactly what feeding the fields one
+/// by one to `Hasher::new_derive_key(KEY_CONTEXT)` gives.
+#[derive(Debug, Clone)]
+pub struct Hashing {
+    hasher: blake3::Hasher,
+    buf: Vec<u8>,
+}
+
+/// The derive-key hasher for [`KEY_CONTEXT`], before any input.
+static BASE: std::sync::LazyLock<blake3::Hasher> =
+    std::sync::LazyLock::new(|| blake3::Hasher::new_derive_key(KEY_CONTEXT));
+
+/// Fields at least this long go to the hasher directly (large fields, such
+/// as a generated document's bytes, are not copied twice).
+const FLUSH_AT: usize = 4096;
+
+impl Sink for Hashing {
+    fn write(&mut self, bytes: &[u8]) {
+        if bytes.len() >= FLUSH_AT {
+            self.hasher.update(&self.buf);
+            self.buf.clear();
+            self.hasher.update(bytes);
+        } else {
+            self.buf.extend_from_slice(bytes);
+        }
+    }
+}
+
+impl Fields<Hashing> {
+    /// Starts a key of the given kind (e.g. `"stage"`, `"response"`).
+    pub fn new(kind: &str) -> Self {
+        let mut b = Fields(Hashing {
+            hasher: BASE.clone(),
+            buf: Vec::with_capacity(256),
+        });
+        b.bytes(kind.as_bytes());
+        b
+    }
 
     fn finalize(&self) -> [u8; 32] {
-        let mut hasher = self.hasher.clone();
-        hasher.update(&self.buf);
+        let mut hasher = self.0.hasher.clone();
+        hasher.update(&self.0.buf);
         *hasher.finalize().as_bytes()
     }
 
@@ -174,44 +195,30 @@ impl fmt::Debug for FieldKey {
     }
 }
 
-/// Builds a [`FieldKey`] field by field.
-#[derive(Debug, Clone)]
-pub struct FieldKeyBuilder(Vec<u8>);
+/// Builds a [`FieldKey`]: the field stream itself.
+pub type FieldKeyBuilder = Fields<Collecting>;
 
-impl FieldKeyBuilder {
+/// The [`FieldKeyBuilder`] sink: the bytes, kept.
+#[derive(Debug, Clone)]
+pub struct Collecting(Vec<u8>);
+
+impl Sink for Collecting {
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.extend_from_slice(bytes);
+    }
+}
+
+impl Fields<Collecting> {
     /// Starts a key of the given kind.
     pub fn new(kind: &str) -> Self {
-        let mut b = FieldKeyBuilder(Vec::with_capacity(192));
+        let mut b = Fields(Collecting(Vec::with_capacity(192)));
         b.bytes(kind.as_bytes());
         b
     }
 
-    /// Adds a length-prefixed byte field.
-    pub fn bytes(&mut self, field: &[u8]) -> &mut Self {
-        self.0
-            .extend_from_slice(&(field.len() as u64).to_le_bytes());
-        self.0.extend_from_slice(field);
-        self
-    }
-
-    /// Adds a string field.
-    pub fn str(&mut self, field: &str) -> &mut Self {
-        self.bytes(field.as_bytes())
-    }
-
-    /// Adds a content hash.
-    pub fn hash(&mut self, h: &ContentHash) -> &mut Self {
-        self.bytes(h.as_bytes())
-    }
-
-    /// Adds an integer.
-    pub fn u64(&mut self, n: u64) -> &mut Self {
-        self.bytes(&n.to_le_bytes())
-    }
-
     /// Finishes the key.
     pub fn finish(&mut self) -> FieldKey {
-        FieldKey(std::mem::take(&mut self.0).into_boxed_slice())
+        FieldKey(std::mem::take(&mut self.0.0).into_boxed_slice())
     }
 }
 

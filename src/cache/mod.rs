@@ -16,7 +16,10 @@ mod watch;
 
 pub use fingerprint::{Fingerprints, Stamp};
 pub use hot::{HotEntry, HotMemo, Validity, Weight};
-pub use key::{ContentHash, FieldKey, FieldKeyBuilder, KEY_CONTEXT, Key, KeyBuilder};
+pub use key::{
+    Collecting, ContentHash, FieldKey, FieldKeyBuilder, Fields, Hashing, KEY_CONTEXT, Key,
+    KeyBuilder, Sink,
+};
 pub use store::{Entry, Store, Tier};
 pub use watch::{Token, Watcher};
 

@@ -54,8 +54,8 @@ pub enum Tier {
 
 type Tiered = moka::future::Cache<Key, Arc<Entry>>;
 
-/// What a trace costs, for the weigher: two keys and moka's own per-entry
-/// structures.
+/// What a trace is weighed at: two 32-byte keys plus an estimate (not
+/// measured) of moka's own per-entry structures.
 const TRACE_WEIGHT: u32 = 160;
 
 /// The bounded output store.
@@ -190,11 +190,6 @@ impl Store {
     pub(crate) async fn clear_intermediates(&self) {
         self.intermediates.invalidate_all();
         self.intermediates.run_pending_tasks().await;
-    }
-
-    /// Number of traces (approximate).
-    pub fn trace_count(&self) -> u64 {
-        self.traces.entry_count()
     }
 
     /// Bytes held (approximate).

@@ -378,8 +378,10 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
         ));
     }
     let headers = request.headers().clone();
-    let req = match (hot, &url_style) {
-        (Some((_, chosen, params)), None) => render_request(&location, &chosen, params),
+    let (hot_key, req) = match (hot, &url_style) {
+        (Some((key, chosen, params)), None) => {
+            (Some(key), render_request(&location, &chosen, params))
+        }
         _ => {
             let form = if method == Method::POST {
                 form_body(request).await?
@@ -387,13 +389,14 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
                 Vec::new()
             };
             let chosen = choose::choose(&location, &headers, &query, url_style.clone());
-            render_request(&location, &chosen, params(&location, &query, &form))
+            let req = render_request(&location, &chosen, params(&location, &query, &form));
+            (None, req)
         }
     };
     match app.pipeline.render(&located, &req).await {
         Ok(rendered) => {
             if method != Method::POST && url_style.is_none() {
-                let key = Pipeline::hot_key(&path, &req);
+                let key = hot_key.unwrap_or_else(|| Pipeline::hot_key(&path, &req));
                 let decoded = percent_encoding::percent_decode_str(&path).decode_utf8_lossy();
                 let mut request_path = provider.root().join(decoded.trim_start_matches('/'));
                 if path.ends_with('/') {

@@ -110,6 +110,16 @@ pub enum CacheStatus {
 }
 
 impl CacheStatus {
+    /// What the cache did for a chain of `total` stages of which `reused`
+    /// were found rather than run.
+    fn of_reused(reused: usize, total: usize) -> CacheStatus {
+        match reused {
+            0 => CacheStatus::Miss,
+            n if n == total => CacheStatus::Hit,
+            n => CacheStatus::Partial { reused: n, total },
+        }
+    }
+
     /// The `X-Axle-Cache` header value.
     pub fn header_value(&self) -> String {
         match self {
@@ -253,10 +263,10 @@ impl Pipeline {
         // all-or-nothing key, so intermediate outputs only serve early
         // cut-off after a change: a thirty-second of the outputs' share
         // holds them (they never crowd out responses), and 1/128 holds the
-        // traces that cut-off follows (160 bytes each). The per-file memos
-        // are bounded in entries (10,000 files and 5,000 prologs: about
-        // 12 MB measured; at 50,000 and 20,000 they were 57 MB of a
-        // 100,000-document site's RSS).
+        // traces that cut-off follows (weighed at an estimated 160 bytes
+        // each). The per-file memos are bounded in entries (10,000 files
+        // and 5,000 prologs: about 12 MB measured; at 50,000 and 20,000
+        // they were 57 MB of a 100,000-document site's RSS).
         let fingerprints = Fingerprints::new(10_000);
         let files = FileProvider::new(&config.root, fingerprints.clone())?;
         let size = config.cache_size;
@@ -385,15 +395,11 @@ impl Pipeline {
             rendered: mut r,
             entry,
         } = self.hot.get(key)?;
-        if r.stored.is_some() {
-            // The body lives in the store: while the store holds the entry
-            // the weak reference reaches it (no second lookup); the memo's
-            // own checks cover every file it came from.
-            let entry = entry.as_ref().and_then(Weak::upgrade)?;
-            if entry.hash != r.hash {
-                return None;
-            }
-            r.body = entry.bytes.clone();
+        if let Some(weak) = entry {
+            // The body lives in the store: while the store holds that very
+            // entry the weak reference reaches it (no second lookup); the
+            // memo's own checks cover every file it came from.
+            r.body = weak.upgrade()?.bytes.clone();
         }
         r.cache = match r.cache {
             CacheStatus::Untransformed => CacheStatus::Untransformed,
@@ -681,14 +687,7 @@ impl Pipeline {
                     // this request's key (a dynamic source has a new key
                     // each time); the trace finds it while it lasts.
                     validators.extend(entry.deps.iter().cloned());
-                    let status = if reused + 1 == total {
-                        CacheStatus::Hit
-                    } else {
-                        CacheStatus::Partial {
-                            reused: reused + 1,
-                            total,
-                        }
-                    };
+                    let status = CacheStatus::of_reused(reused + 1, total);
                     return Ok(rendered(&entry, status, Some(stored)));
                 }
             }
@@ -728,9 +727,7 @@ impl Pipeline {
                                 // it carries every stage's dependencies.
                                 let mut deps: Vec<Dep> = earlier.to_vec();
                                 deps.extend(entry.deps.iter().cloned());
-                                deps.sort_by(|a, b| a.path.cmp(&b.path));
-                                deps.dedup_by(|a, b| a.path == b.path);
-                                entry.deps = deps.into();
+                                entry.deps = merged_deps(deps);
                             }
                             Ok::<_, PipelineError>(Arc::new(entry))
                         })
@@ -757,11 +754,7 @@ impl Pipeline {
                     self.store.put_trace(stage_key, response_key);
                 }
                 validators.extend(entry.deps.iter().cloned());
-                let status = match reused {
-                    0 => CacheStatus::Miss,
-                    n if n == total => CacheStatus::Hit,
-                    n => CacheStatus::Partial { reused: n, total },
-                };
+                let status = CacheStatus::of_reused(reused, total);
                 return Ok(rendered(&entry, status, Some(response_key)));
             }
             input_hash = entry.hash;
@@ -916,6 +909,13 @@ impl InternalDocuments for Nested {
         }
         Ok(entry.bytes.to_vec())
     }
+}
+
+/// Dependencies gathered over several stages: one per file, in path order.
+fn merged_deps(mut deps: Vec<Dep>) -> Arc<[Dep]> {
+    deps.sort_by(|a, b| a.path.cmp(&b.path));
+    deps.dedup_by(|a, b| a.path == b.path);
+    deps.into()
 }
 
 fn rendered(entry: &Entry, cache: CacheStatus, stored: Option<Key>) -> Rendered {
@@ -1091,9 +1091,7 @@ impl ChainJob {
         let Some(mut entry) = last else {
             return Err(PipelineError::SourceChanged(self.base_url.to_string()));
         };
-        deps.sort_by(|a, b| a.path.cmp(&b.path));
-        deps.dedup_by(|a, b| a.path == b.path);
-        entry.deps = deps.into();
+        entry.deps = merged_deps(deps);
         Ok(entry)
     }
 
