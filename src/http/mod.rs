@@ -20,10 +20,12 @@ use bytes::Bytes;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};
+use axum::handler::Handler;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use tower::ServiceExt;
 
+use crate::cache::FieldKey;
 use crate::config::ServeConfig;
 use crate::language::Registry;
 use crate::pipeline::{Pipeline, PipelineError, RenderRequest, Rendered};
@@ -91,9 +93,24 @@ impl App {
     }
 }
 
-/// The router: every path goes to one handler.
+/// The router: every path goes to one handler. For embedding Axle in a
+/// larger axum application; [`serve_on`] serves the handler without it.
 pub fn router(app: Arc<App>) -> Router {
     Router::new().fallback(handle).with_state(app)
+}
+
+/// Serves `app` on `listener` until `shutdown` completes. Every request
+/// goes straight to the one handler, with no router in front: for a single
+/// catch-all route, route matching and its URL-parameter bookkeeping were
+/// about 1,500 instructions of a ~19,000-instruction hit.
+pub async fn serve_on(
+    listener: tokio::net::TcpListener,
+    app: Arc<App>,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, handle.with_state(app).into_make_service())
+        .with_graceful_shutdown(shutdown)
+        .await
 }
 
 /// The configuration file to use: `explicit`, else `axle.toml` in the root
@@ -160,18 +177,15 @@ pub async fn serve_with(
                     .build()?;
                 runtime.block_on(async move {
                     let listener = tokio::net::TcpListener::from_std(listener)?;
-                    axum::serve(listener, router(app))
-                        .with_graceful_shutdown(async move {
-                            let _ = stopped.wait_for(|s| *s).await;
-                        })
-                        .await
+                    serve_on(listener, app, async move {
+                        let _ = stopped.wait_for(|s| *s).await;
+                    })
+                    .await
                 })
             })?;
         others.push(handle);
     }
-    let served = axum::serve(listener, router(app))
-        .with_graceful_shutdown(shutdown_signal())
-        .await;
+    let served = serve_on(listener, app, shutdown_signal()).await;
     let _ = stop.send(true);
     for handle in others {
         match handle.join() {
@@ -251,19 +265,85 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
     // microseconds, and a per-request span was a measurable share of it).
     let logged = tracing::enabled!(tracing::Level::DEBUG)
         .then(|| (request.method().clone(), request.uri().clone()));
-    let response = match respond(&app, request).await {
-        Ok(r) => r,
-        Err(e) => {
-            if e.status().is_server_error() {
-                tracing::warn!(error = %e, "request failed");
+    // A hit never builds the render path's future: it is large, and moving
+    // it into the handler's box was a tenth of a hit's instructions.
+    let response = match hot_response(&app, &request) {
+        Some(r) => r,
+        None => match Box::pin(respond(&app, request)).await {
+            Ok(r) => r,
+            Err(e) => {
+                if e.status().is_server_error() {
+                    tracing::warn!(error = %e, "request failed");
+                }
+                e.into_response()
             }
-            e.into_response()
-        }
+        },
     };
     if let Some((method, uri)) = logged {
         tracing::debug!(%method, %uri, status = response.status().as_u16(), "request");
     }
     response
+}
+
+/// The hot path: a GET or HEAD of a document whose memoized response is
+/// still valid (one `stat` per file it came from, or none when watching).
+/// Anything else, errors included, is left to [`respond`].
+fn hot_response(app: &App, request: &Request) -> Option<Response> {
+    let method = request.method();
+    if method != Method::GET && method != Method::HEAD {
+        return None;
+    }
+    let normal = normalize_request_path(request.uri().path())?;
+    let site = app.site();
+    let location = site.location(&normal.decoded);
+    let query = pairs(request.uri().query().unwrap_or("")).ok()?;
+    let (key, _, _) = hot_key(method, &location, request.headers(), &query, &normal.url)?;
+    let rendered = app.pipeline.hot_get(&key)?;
+    Some(document_response(rendered, request.headers(), &location))
+}
+
+/// Whether the request asks for the untransformed source (`?passthru=1`
+/// where the location allows it).
+fn wants_passthru(location: &Location, query: &[(String, String)]) -> bool {
+    location.passthru
+        && query
+            .iter()
+            .any(|(k, v)| k == "passthru" && v != "0" && !v.is_empty())
+}
+
+/// A request's hot-memo key, with the style choice and params it was built
+/// from (the render request of a miss is made of them).
+type HotKey = (FieldKey, Chosen, Vec<(String, String)>);
+
+/// The hot-memo key of a request for `path` (normalized) under `location`,
+/// with the style choice and params it was built from; None when such a
+/// request is never memoized (POST, passthru, directory listings, traced
+/// locations).
+fn hot_key(
+    method: &Method,
+    location: &Location,
+    headers: &HeaderMap,
+    query: &[(String, String)],
+    path: &str,
+) -> Option<HotKey> {
+    if method == Method::POST
+        || wants_passthru(location, query)
+        || location.directories
+        || location.trace.is_some()
+    {
+        return None;
+    }
+    let chosen = choose::choose(location, headers, query, None);
+    let params = params(location, query, &[]);
+    let key = Pipeline::hot_key_of(
+        path,
+        Some(location.hash),
+        &chosen.selection,
+        chosen.from_client,
+        location.xinclude,
+        &params,
+    );
+    Some((key, chosen, params))
 }
 
 /// Largest form body accepted for POSTed parameters.
@@ -283,33 +363,10 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
     let path = normal.url.clone();
     let location = site.location(&normal.decoded);
     let query: Vec<(String, String)> = pairs(request.uri().query().unwrap_or(""))?;
-    let passthru = location.passthru
-        && query
-            .iter()
-            .any(|(k, v)| k == "passthru" && v != "0" && !v.is_empty());
-
-    // The hot path: a GET of a document whose memoized response is still
-    // valid costs one stat per file it came from.
-    let hot =
-        (method != Method::POST && !passthru && !location.directories && location.trace.is_none())
-            .then(|| {
-                let chosen = choose::choose(&location, request.headers(), &query, None);
-                let params = params(&location, &query, &[]);
-                let key = Pipeline::hot_key_of(
-                    &path,
-                    Some(location.hash),
-                    &chosen.selection,
-                    chosen.from_client,
-                    location.xinclude,
-                    &params,
-                );
-                (key, chosen, params)
-            });
-    if let Some((key, _, _)) = &hot {
-        if let Some(rendered) = app.pipeline.hot_get(key) {
-            return Ok(document_response(rendered, request.headers(), &location));
-        }
-    }
+    let passthru = wants_passthru(&location, &query);
+    // The hot memo was asked already (`hot_response`); the key is built
+    // again here, on a miss, to memoize the response this renders.
+    let hot = hot_key(&method, &location, request.headers(), &query, &path);
 
     let (located, url_style) = locate_document(provider, &path, &location)?;
     if site

@@ -146,9 +146,11 @@ impl TestServer {
         let app = App::with_site(&config, registry, site).unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let router = axle::http::router(app.clone());
+        let served = app.clone();
         let task = tokio::spawn(async move {
-            axum::serve(listener, router).await.unwrap();
+            axle::http::serve_on(listener, served, std::future::pending())
+                .await
+                .unwrap();
         });
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
