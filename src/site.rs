@@ -373,27 +373,41 @@ impl SiteConfig {
 
     /// The merged location for a request path (percent-encoded URL path).
     pub fn location(&self, url_path: &str) -> Arc<Location> {
-        let matched: Vec<usize> = self
-            .sections
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| prefix_matches(&s.prefix, url_path))
-            .map(|(i, _)| i)
-            .collect();
+        // The matching sections, on the stack for up to STACK of them (this
+        // runs on every request; only a new combination is allocated).
+        const STACK: usize = 32;
+        let mut stack = [0usize; STACK];
+        let mut n = 0;
+        let mut heap: Vec<usize> = Vec::new();
+        for (i, section) in self.sections.iter().enumerate() {
+            if !prefix_matches(&section.prefix, url_path) {
+                continue;
+            }
+            if n < STACK {
+                stack[n] = i;
+                n += 1;
+            } else {
+                if heap.is_empty() {
+                    heap.extend_from_slice(&stack);
+                }
+                heap.push(i);
+            }
+        }
+        let matched: &[usize] = if heap.is_empty() { &stack[..n] } else { &heap };
         if let Some(hit) = self
             .merged
             .read()
             .ok()
-            .and_then(|m| m.get(&matched).cloned())
+            .and_then(|m| m.get(matched).cloned())
         {
             return hit;
         }
-        let location = Arc::new(self.merge(&matched));
+        let location = Arc::new(self.merge(matched));
         if let Ok(mut merged) = self.merged.write() {
             if merged.len() >= MAX_MERGED {
                 merged.clear();
             }
-            merged.insert(matched, Arc::clone(&location));
+            merged.insert(matched.to_vec(), Arc::clone(&location));
         }
         location
     }

@@ -41,6 +41,17 @@ impl ContentHash {
         s.push('"');
         s
     }
+
+    /// [`etag`](Self::etag) as bytes on the stack (every response has one).
+    pub fn etag_bytes(&self) -> [u8; 34] {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut out = [b'"'; 34];
+        for (i, b) in self.0[..16].iter().enumerate() {
+            out[1 + 2 * i] = DIGITS[usize::from(b >> 4)];
+            out[2 + 2 * i] = DIGITS[usize::from(b & 15)];
+        }
+        out
+    }
 }
 
 /// Appends `bytes` in lower-case hex (on every response's ETag: no
@@ -274,5 +285,6 @@ mod tests {
         let slow: String = h.0.iter().map(|b| format!("{b:02x}")).collect();
         assert_eq!(h.hex(32), slow);
         assert_eq!(e, format!("\"{}\"", &slow[..32]));
+        assert_eq!(h.etag_bytes().as_slice(), h.etag().as_bytes());
     }
 }

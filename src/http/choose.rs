@@ -33,7 +33,8 @@ pub fn choose(
             .and_then(|v| v.to_str().ok())
             .unwrap_or("")
     };
-    let user_agent = header(header::USER_AGENT);
+    // Read only when a rule needs them (this runs on every request).
+    let user_agent = || header(header::USER_AGENT);
     let from_query = location
         .style_key
         .as_ref()
@@ -49,6 +50,10 @@ pub fn choose(
     let from_client = client.is_some();
     let style = client
         .or_else(|| {
+            if location.ua_styles.is_empty() {
+                return None;
+            }
+            let user_agent = user_agent();
             location
                 .ua_styles
                 .iter()
@@ -56,12 +61,16 @@ pub fn choose(
                 .map(|r| r.style.clone())
         })
         .or_else(|| location.style.clone());
-    let accept = header(header::ACCEPT);
-    let media = location
-        .media_rules
-        .iter()
-        .find(|r| r.matches(user_agent, accept))
-        .map_or_else(|| location.media.clone(), |r| r.media.clone());
+    let media = if location.media_rules.is_empty() {
+        location.media.clone()
+    } else {
+        let (user_agent, accept) = (user_agent(), header(header::ACCEPT));
+        location
+            .media_rules
+            .iter()
+            .find(|r| r.matches(user_agent, accept))
+            .map_or_else(|| location.media.clone(), |r| r.media.clone())
+    };
     Chosen {
         selection: Selection { style, media },
         from_client,

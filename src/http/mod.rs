@@ -28,7 +28,7 @@ use tower::ServiceExt;
 use crate::cache::FieldKey;
 use crate::config::ServeConfig;
 use crate::language::Registry;
-use crate::pipeline::{Pipeline, PipelineError, RenderRequest, Rendered};
+use crate::pipeline::{Pipeline, PipelineError, RenderRequest, Rendered, ResponseHead};
 use crate::provider::{Located, Provider, ProviderError, ResourceKind, normalize_request_path};
 use crate::site::{ConfigError, Location, OutputCharset, SiteConfig};
 
@@ -360,7 +360,7 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
     // sidestepped by `%6C`, `//` or `/./`.
     let normal = normalize_request_path(request.uri().path())
         .ok_or_else(|| HttpError::NotFound(request.uri().path().to_string()))?;
-    let path = normal.url.clone();
+    let path = normal.url.to_string();
     let location = site.location(&normal.decoded);
     let query: Vec<(String, String)> = pairs(request.uri().query().unwrap_or(""))?;
     let passthru = wants_passthru(&location, &query);
@@ -427,6 +427,7 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
             cache: crate::pipeline::CacheStatus::Untransformed,
             validators: None,
             stored: None,
+            head: None,
         };
         return Ok(document_response(
             rendered,
@@ -718,11 +719,21 @@ fn document_response(
             rendered.content_type = Arc::from(content_type);
         }
     }
-    let etag = rendered.hash.etag();
+    // A memoized response brings its header values; transcoding changed
+    // the body (and its hash), so then they are built afresh.
+    let head = match rendered.head.take() {
+        Some(head) if location.output_charset.is_none() => Some(head),
+        _ => None,
+    };
+    let head = head.unwrap_or_else(|| ResponseHead::of(&rendered));
+    let etag = head.etag.as_bytes();
     let not_modified = request_headers
         .get(header::IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.split(',').any(|t| t.trim() == etag || t.trim() == "*"));
+        .is_some_and(|v| {
+            v.split(',')
+                .any(|t| t.trim().as_bytes() == etag || t.trim() == "*")
+        });
     // Headers inserted directly (no builder): this runs on every hit.
     let mut response = if not_modified {
         let mut r = Response::new(Body::empty());
@@ -730,16 +741,12 @@ fn document_response(
         r
     } else {
         let mut r = Response::new(Body::from(rendered.body));
-        r.headers_mut().insert(
-            header::CONTENT_TYPE,
-            content_type_value(&rendered.content_type),
-        );
+        r.headers_mut()
+            .insert(header::CONTENT_TYPE, head.content_type);
         r
     };
     let headers = response.headers_mut();
-    if let Ok(v) = HeaderValue::from_maybe_shared(Bytes::from(etag)) {
-        headers.insert(header::ETAG, v);
-    }
+    headers.insert(header::ETAG, head.etag);
     headers.insert(CACHE_HEADER_NAME, cache_value(rendered.cache));
     if let Some(v) = vary {
         headers.insert(header::VARY, HeaderValue::from(v));
@@ -760,11 +767,6 @@ fn cache_value(cache: crate::pipeline::CacheStatus) -> HeaderValue {
         other => HeaderValue::from_str(&other.header_value())
             .unwrap_or_else(|_| HeaderValue::from_static("partial")),
     }
-}
-
-fn content_type_value(ct: &str) -> HeaderValue {
-    HeaderValue::from_str(ct)
-        .unwrap_or_else(|_| HeaderValue::from_static("application/octet-stream"))
 }
 
 async fn serve_static(located: &Located, request: Request) -> Result<Response, HttpError> {

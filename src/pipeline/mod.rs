@@ -28,6 +28,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use bytes::Bytes;
+use http::HeaderValue;
 
 use crate::cache::{
     ContentHash, Dep, Entry, FieldKey, FieldKeyBuilder, Fingerprints, HotMemo, Key, KeyBuilder,
@@ -148,6 +149,33 @@ pub struct Rendered {
     /// The output-store key that holds `body`, when one does: the hot memo
     /// then keeps only this key, so a body is weighed once, by the store.
     pub stored: Option<Key>,
+    /// Header values built once when the response was memoized (a hot-memo
+    /// hit has them; a fresh render has none).
+    pub head: Option<ResponseHead>,
+}
+
+/// The header values every response of a memoized render carries, built
+/// and validated once for all its hits.
+#[derive(Debug, Clone)]
+pub struct ResponseHead {
+    /// `Content-Type`.
+    pub content_type: HeaderValue,
+    /// `ETag` (of `hash`).
+    pub etag: HeaderValue,
+}
+
+impl ResponseHead {
+    /// The head of `rendered` (a content type that is not a valid header
+    /// value is sent as `application/octet-stream`).
+    pub fn of(rendered: &Rendered) -> ResponseHead {
+        let etag = rendered.hash.etag_bytes();
+        ResponseHead {
+            content_type: HeaderValue::from_str(&rendered.content_type)
+                .unwrap_or_else(|_| HeaderValue::from_static("application/octet-stream")),
+            etag: HeaderValue::from_bytes(&etag)
+                .unwrap_or_else(|_| HeaderValue::from_static("\"\"")),
+        }
+    }
 }
 
 /// Counters, for tests, benchmarks and (later) the status page.
@@ -442,6 +470,7 @@ impl Pipeline {
         }
         let mut memo = rendered.clone();
         memo.validators = None;
+        memo.head = Some(ResponseHead::of(&memo));
         let mut entry = None;
         if let Some(stored) = &memo.stored {
             // A weak reference: the memo never keeps a body the store has
@@ -553,6 +582,7 @@ impl Pipeline {
                 cache: CacheStatus::Untransformed,
                 validators,
                 stored: None,
+                head: None,
             });
         }
         let mut stages = Vec::with_capacity(specs.len());
@@ -929,6 +959,7 @@ fn rendered(entry: &Entry, cache: CacheStatus, stored: Option<Key>) -> Rendered 
             .clone()
             .unwrap_or_else(|| Arc::from(DEFAULT_TYPE)),
         cache,
+        head: None,
     }
 }
 
@@ -943,7 +974,10 @@ struct HotResponse {
 impl crate::cache::Weight for HotResponse {
     fn weight(&self) -> usize {
         let weak = if self.entry.is_some() { 128 } else { 0 };
-        self.rendered.body.len() + self.rendered.content_type.len() + weak
+        let head = self.rendered.head.as_ref().map_or(0, |h| {
+            h.content_type.len() + h.etag.len() + 2 * std::mem::size_of::<HeaderValue>()
+        });
+        self.rendered.body.len() + self.rendered.content_type.len() + weak + head
     }
 }
 

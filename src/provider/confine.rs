@@ -1,6 +1,7 @@
 //! Confinement of paths to a root: the one function that decides whether a
 //! request or a stylesheet may touch a file, and the type that proves it did.
 
+use std::borrow::Cow;
 use std::path::{Component, Path, PathBuf};
 
 use super::ProviderError;
@@ -38,6 +39,24 @@ const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
 /// The punctuation [`SEGMENT`] keeps as it is.
 const KEPT: &[u8] = b"-._~!$&'()*+,;=:@";
 
+/// Bytes a normal path may hold as they are: ASCII letters, digits and
+/// [`KEPT`] (a table: every request's path is checked byte by byte).
+const NEVER_ENCODED: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        table[b] = c.is_ascii_alphanumeric();
+        b += 1;
+    }
+    let mut i = 0;
+    while i < KEPT.len() {
+        table[KEPT[i] as usize] = true;
+        i += 1;
+    }
+    table
+};
+
 impl ConfinedPath {
     /// The absolute, canonical path.
     pub fn as_path(&self) -> &Path {
@@ -62,31 +81,32 @@ impl ConfinedPath {
 /// (`/a/%62.xml`, `//a/./b.xml`) give the same value, so settings keyed by
 /// URL prefix cannot be sidestepped by spelling.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RequestPath {
+pub struct RequestPath<'a> {
     /// Decoded (`/a b/c.xml`), for matching configured prefixes.
-    pub decoded: String,
-    /// Encoded (`/a%20b/c.xml`), for locating and for URLs.
-    pub url: String,
+    pub decoded: Cow<'a, str>,
+    /// Encoded (`/a%20b/c.xml`), for locating and for URLs (borrowed from
+    /// the request when it was already in this form, as nearly all are).
+    pub url: Cow<'a, str>,
     /// Did the request end in `/`?
     pub trailing_slash: bool,
 }
 
 /// Normalizes a raw request path; `None` for paths that are never valid
 /// (not UTF-8 once decoded, NUL, backslash, or a `..` segment).
-pub fn normalize_request_path(raw: &str) -> Option<RequestPath> {
+pub fn normalize_request_path(raw: &str) -> Option<RequestPath<'_>> {
     // Nearly every request path is already in normal form: one copy, no
     // decoding or re-encoding.
     if is_normal(raw) {
         return Some(RequestPath {
-            decoded: raw.to_string(),
-            url: raw.to_string(),
+            decoded: Cow::Borrowed(raw),
+            url: Cow::Borrowed(raw),
             trailing_slash: raw.ends_with('/'),
         });
     }
     normalize_slow(raw)
 }
 
-fn normalize_slow(raw: &str) -> Option<RequestPath> {
+fn normalize_slow(raw: &str) -> Option<RequestPath<'static>> {
     let decoded = percent_encoding::percent_decode_str(raw)
         .decode_utf8()
         .ok()?;
@@ -112,8 +132,8 @@ fn normalize_slow(raw: &str) -> Option<RequestPath> {
         .map(|s| percent_encoding::utf8_percent_encode(s, SEGMENT).to_string())
         .collect();
     Some(RequestPath {
-        decoded: format!("/{}{tail}", segments.join("/")),
-        url: format!("/{}{tail}", url.join("/")),
+        decoded: Cow::Owned(format!("/{}{tail}", segments.join("/"))),
+        url: Cow::Owned(format!("/{}{tail}", url.join("/"))),
         trailing_slash,
     })
 }
@@ -122,21 +142,30 @@ fn normalize_slow(raw: &str) -> Option<RequestPath> {
 /// it: absolute, every segment non-empty, not `.`/`..`, and made only of
 /// characters that are never percent-encoded.
 fn is_normal(raw: &str) -> bool {
-    let Some(rest) = raw.strip_prefix('/') else {
+    // One pass over the bytes: this runs on every request.
+    let b = raw.as_bytes();
+    if b.first() != Some(&b'/') {
         return false;
-    };
-    if rest.is_empty() {
-        return true;
     }
-    let body = rest.strip_suffix('/').unwrap_or(rest);
-    body.split('/').all(|seg| {
-        !seg.is_empty()
-            && seg != "."
-            && seg != ".."
-            && seg
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || KEPT.contains(&b))
-    })
+    let mut start = 1;
+    for i in 1..=b.len() {
+        if i < b.len() && b[i] != b'/' {
+            if !NEVER_ENCODED[usize::from(b[i])] {
+                return false;
+            }
+            continue;
+        }
+        let segment = &b[start..i];
+        if i == b.len() && segment.is_empty() {
+            // "/" itself, or a single trailing slash
+            break;
+        }
+        if segment.is_empty() || segment == b"." || segment == b".." {
+            return false;
+        }
+        start = i + 1;
+    }
+    true
 }
 
 /// Confines a percent-encoded URL path (`/a/b.xml`) to `root` (canonical).
@@ -244,6 +273,22 @@ mod tests {
             let kept = percent_encoding::utf8_percent_encode(&c, SEGMENT).to_string() == c;
             assert_eq!(kept, b.is_ascii_alphanumeric() || KEPT.contains(&b), "{b}");
         }
+        for b in 0u8..=255 {
+            let want = b.is_ascii_alphanumeric() || KEPT.contains(&b);
+            assert_eq!(NEVER_ENCODED[usize::from(b)], want, "{b}");
+        }
+    }
+
+    #[test]
+    fn the_fast_path_takes_normal_paths_only() {
+        for p in ["/", "/a", "/a/", "/articles/xml-pipelines.xml", "/a.b/c~d/"] {
+            assert!(is_normal(p), "{p}");
+        }
+        for p in [
+            "", "a", "//", "/a//", "/./", "/a/..", "/a/.", "/a b", "/%41", "/a//b",
+        ] {
+            assert!(!is_normal(p), "{p}");
+        }
     }
 
     proptest::proptest! {
@@ -277,7 +322,9 @@ mod tests {
 
     #[test]
     fn request_paths_have_one_spelling() {
-        let n = |p: &str| normalize_request_path(p).map(|r| (r.decoded, r.url));
+        let n = |p: &str| {
+            normalize_request_path(p).map(|r| (r.decoded.into_owned(), r.url.into_owned()))
+        };
         let want = Some((
             "/larry/moe/x.xml".to_string(),
             "/larry/moe/x.xml".to_string(),
