@@ -5,7 +5,8 @@
 //! scenario) measures this next to nginx serving the same precomputed bytes,
 //! so that "Axle hit ÷ nginx static" can be read against "the same HTTP
 //! stack with nothing on top ÷ nginx static". It is the same stack Axle
-//! serves with: axum 0.8 on hyper, on a single-threaded tokio runtime.
+//! serves with: axum 0.8 on hyper, on a single-threaded tokio runtime, the
+//! one handler served without a router in front.
 //!
 //! At start-up every file under `--root` is read into memory, with a strong
 //! `ETag` (a hash of its bytes). Each request then does exactly one
@@ -28,6 +29,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use axum::extract::State;
+use axum::handler::Handler;
 use axum::http::{HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
@@ -148,8 +150,8 @@ fn main() -> ExitCode {
             root.display(),
             listener.local_addr()?
         );
-        let router = axum::Router::new().fallback(serve).with_state(files);
-        axum::serve(listener, router).await
+        // The handler with no router in front, as `axle serve` does.
+        axum::serve(listener, serve.with_state(files).into_make_service()).await
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,
