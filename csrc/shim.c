@@ -7,6 +7,7 @@
  * mirrored in Rust; only opaque pointers cross the boundary.
  */
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <libxml/globals.h>
@@ -170,6 +171,65 @@ void shim_restore_doe(xmlDocPtr d) { doe_marks(d, 0); }
  * on success; *out is
  * malloc'ed by libxml2 (free with xmlFree).
  */
+/*
+ * Text-content escaping for shim_dump_xml: exactly libxml2's default
+ * (xmlEscapeContent: `<` `>` `&` and CR become &lt; &gt; &amp; &#13;,
+ * every other byte is copied), with the same contract (stop when `out` is
+ * full, an escape is never split; never reads past `inlen`), but copying
+ * runs of ordinary bytes at a time: the byte-at-a-time default was most of an intermediate's
+ * serialization, which incremental caching does for every stage output.
+ */
+/* Does any byte of `v` equal `b`? (No false positives: the classic
+   zero-byte test on v XOR b repeated.) */
+static inline int has_byte(uint64_t v, unsigned char b) {
+    uint64_t x = v ^ (0x0101010101010101ULL * b);
+    return ((x - 0x0101010101010101ULL) & ~x & 0x8080808080808080ULL) != 0;
+}
+
+static int shim_escape_content(unsigned char *out, int *outlen,
+                               const xmlChar *in, int *inlen) {
+    unsigned char *o = out;
+    unsigned char *oend = out + *outlen;
+    const xmlChar *i = in;
+    const xmlChar *iend = in + *inlen;
+    while (i < iend && o < oend) {
+        const xmlChar *run = i;
+        size_t room = (size_t)(oend - o);
+        size_t left = (size_t)(iend - i);
+        const xmlChar *stop = i + (left < room ? left : room);
+        const char *rep;
+        int n;
+        /* eight bytes at a time while none of them needs escaping */
+        while (stop - i >= 8) {
+            uint64_t v;
+            memcpy(&v, i, 8);
+            if (has_byte(v, '<') || has_byte(v, '>') || has_byte(v, '&') ||
+                has_byte(v, '\r'))
+                break;
+            i += 8;
+        }
+        while (i < stop && *i != '<' && *i != '>' && *i != '&' && *i != '\r') i++;
+        if (i > run) {
+            memcpy(o, run, (size_t)(i - run));
+            o += i - run;
+            continue;
+        }
+        switch (*i) {
+        case '<': rep = "&lt;"; n = 4; break;
+        case '>': rep = "&gt;"; n = 4; break;
+        case '&': rep = "&amp;"; n = 5; break;
+        default: rep = "&#13;"; n = 5; break;
+        }
+        if (oend - o < n) break;
+        memcpy(o, rep, (size_t)n);
+        o += n;
+        i++;
+    }
+    *outlen = (int)(o - out);
+    *inlen = (int)(i - in);
+    return 0;
+}
+
 int shim_dump_xml(xmlDocPtr d, xmlChar **out, int *len) {
     xmlBufferPtr buf = xmlBufferCreate();
     xmlSaveCtxtPtr save;
@@ -180,6 +240,7 @@ int shim_dump_xml(xmlDocPtr d, xmlChar **out, int *len) {
     if (doe_marks(d, 1) < 0) { xmlBufferFree(buf); return -1; }
     save = xmlSaveToBuffer(buf, "UTF-8", XML_SAVE_AS_XML);
     if (save == NULL) { doe_marks(d, 0); xmlBufferFree(buf); return -1; }
+    xmlSaveSetEscape(save, shim_escape_content);
     rc = xmlSaveDoc(save, d) < 0 ? -1 : 0;
     if (xmlSaveClose(save) < 0) rc = -1;
     doe_marks(d, 0);

@@ -25,17 +25,18 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 
+use axle::cache::ContentHash;
 use axle::http::{App, CACHE_HEADER, HttpError};
 use axle::pipeline::RenderRequest;
-use axle::provider::Provider;
+use axle::provider::{Located, Provider};
 use axle::{CacheMode, Registry, ServeConfig};
 
 /// The allocator `axle serve` uses (see src/main.rs), so this server is
@@ -56,6 +57,10 @@ struct Dynamic {
     app: Arc<App>,
     document: String,
     counter: AtomicU64,
+    /// The document's text as last read, under its content hash: read
+    /// again only when the file changed (as a real generator would keep
+    /// its template), so the source's own cost is the generation.
+    template: Mutex<Option<(ContentHash, Arc<str>)>>,
 }
 
 /// The end (the index after `>`) of the markup starting at `start` (a start
@@ -124,6 +129,31 @@ fn source(doc: &str, n: u64) -> Result<String, String> {
     ))
 }
 
+/// The document's text: the remembered one while its hash (known from
+/// `locate`, which checks the file) is unchanged, else read afresh.
+fn template(
+    state: &Dynamic,
+    provider: &axle::provider::FileProvider,
+    located: &Located,
+) -> Result<Arc<str>, axle::provider::ProviderError> {
+    let remembered = |memo: &Option<(ContentHash, Arc<str>)>| {
+        memo.as_ref()
+            .filter(|(hash, _)| Some(*hash) == located.hash)
+            .map(|(_, text)| Arc::clone(text))
+    };
+    if let Some(text) = remembered(&state.template.lock().unwrap_or_else(|p| p.into_inner())) {
+        return Ok(text);
+    }
+    let read = provider.read(located)?;
+    let text: Arc<str> = match std::str::from_utf8(&read.bytes) {
+        Ok(t) => Arc::from(t),
+        Err(_) => Arc::from(String::from_utf8_lossy(&read.bytes).as_ref()),
+    };
+    *state.template.lock().unwrap_or_else(|p| p.into_inner()) =
+        Some((read.hash, Arc::clone(&text)));
+    Ok(text)
+}
+
 async fn dynamic(State(state): State<Arc<Dynamic>>) -> Response {
     let pipeline = state.app.pipeline();
     let provider = pipeline.provider();
@@ -131,8 +161,8 @@ async fn dynamic(State(state): State<Arc<Dynamic>>) -> Response {
         Ok(l) => l,
         Err(e) => return HttpError::NotFound(e.to_string()).into_response(),
     };
-    let text = match provider.read(&located) {
-        Ok(s) => String::from_utf8_lossy(&s.bytes).into_owned(),
+    let text = match template(&state, provider, &located) {
+        Ok(t) => t,
         Err(e) => return HttpError::NotFound(e.to_string()).into_response(),
     };
     let n = state.counter.fetch_add(1, Ordering::Relaxed);
@@ -172,6 +202,7 @@ fn router(app: Arc<App>, document: &str) -> axum::Router {
         app: Arc::clone(&app),
         document: document.to_string(),
         counter: AtomicU64::new(0),
+        template: Mutex::new(None),
     });
     axum::Router::new()
         .route(DYNAMIC_PATH, axum::routing::get(dynamic))

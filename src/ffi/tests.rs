@@ -358,3 +358,57 @@ fn xpath_literals() {
     assert_eq!(xpath_string_literal("a'b"), "\"a'b\"");
     assert_eq!(xpath_string_literal("a'b\"c"), "concat('a', \"'\", 'b\"c')");
 }
+
+/// The serializer's text escaping (the shim's own, for speed) writes what
+/// libxml2's default does: `<` `>` `&` and CR escaped, everything else as
+/// is, whatever the buffer boundaries (long texts cross several chunks).
+#[test]
+fn serialized_text_is_escaped_exactly_like_libxml2s_default() {
+    fn escaped(text: &str) -> String {
+        let mut s = String::new();
+        for c in text.chars() {
+            match c {
+                '<' => s.push_str("&lt;"),
+                '>' => s.push_str("&gt;"),
+                '&' => s.push_str("&amp;"),
+                '\r' => s.push_str("&#13;"),
+                c => s.push(c),
+            }
+        }
+        s
+    }
+    let pieces = [
+        "plain ",
+        "<",
+        ">",
+        "&",
+        "\r",
+        "é€😀",
+        "&&&&",
+        "<<>>",
+        "\r\r",
+    ];
+    let mut text = String::new();
+    for i in 0..20_000usize {
+        text.push_str(pieces[(i * 7 + i / 13) % pieces.len()]);
+    }
+    // The document's text is given through character references, so the
+    // parser keeps CRs and every special character literally.
+    let mut source = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<t>");
+    for c in text.chars() {
+        match c {
+            '<' => source.push_str("&#60;"),
+            '&' => source.push_str("&#38;"),
+            '\r' => source.push_str("&#13;"),
+            c => source.push(c),
+        }
+    }
+    source.push_str("</t>");
+    let doc = XmlDoc::parse(source.as_bytes(), "/t.xml", refuse()).unwrap();
+    let bytes = doc.to_xml_bytes().unwrap();
+    let want = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<t>{}</t>\n",
+        escaped(&text)
+    );
+    assert_eq!(String::from_utf8(bytes).unwrap(), want);
+}
