@@ -1,8 +1,8 @@
 //! Per-request cost of rendering, in each cache mode, on the bundled samples.
 //!
-//! `request/<mode>/<url>`: a full request through the axum router without
-//! sockets (`router(app).oneshot(request)`, body collected), after one warm-up
-//! request, so `all` and `incremental` measure cache hits and `off` measures
+//! `request/<mode>/<url>`: a full request through the service `axle serve`
+//! runs, without sockets (`service(app).oneshot(request)`, body
+//! collected), after one warm-up request, so `all` and `incremental` measure cache hits and `off` measures
 //! running the chain (compiled stylesheets are reused in every mode).
 //! Before measuring, every mode's body is checked to be byte-identical and
 //! the `X-Axle-Cache` header to say what is being measured.
@@ -52,10 +52,11 @@ fn app(mode: CacheMode) -> Arc<App> {
     App::new(&config, Registry::default()).expect("app over samples/")
 }
 
-/// One GET through the router; returns the cache header and the body.
+/// One GET through the service `axle serve` runs; returns the cache
+/// header and the body.
 async fn get(app: &Arc<App>, path: &str) -> (String, Bytes) {
     let request = Request::get(path).body(Body::empty()).expect("request");
-    let response = axle::http::router(app.clone())
+    let response = axle::http::service(app.clone())
         .oneshot(request)
         .await
         .expect("infallible");
