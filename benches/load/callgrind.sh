@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Instructions per request of one URL, counted by callgrind: the number the
+# performance notes quote for a hit ("Ir per request"), reproducible on a
+# shared, noisy machine where req/s is not.
+#
+# Usage: bash benches/load/callgrind.sh [URL-PATH] [axle serve options...]
+#   URL-PATH  default /articles/xml-pipelines.xml (the doc scenario's page)
+#   e.g.      bash benches/load/callgrind.sh /trivial/ --cache all
+#
+# It builds axle (release, honouring CARGO_TARGET_DIR), serves a copy of
+# samples/ under valgrind on 127.0.0.1, warms up (the first request renders,
+# the next ones hit), turns instrumentation on for 5 s of wrk load (8
+# connections), and prints requests, instructions and their ratio. Needs
+# valgrind and wrk (apt-get install valgrind wrk). The server runs on CPU 0,
+# wrk on CPU 1 when there are two.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+URL=${1:-/articles/xml-pipelines.xml}
+shift || true
+ARGS=("$@")
+[[ ${#ARGS[@]} -gt 0 ]] || ARGS=(--cache incremental)
+
+for tool in valgrind callgrind_control wrk curl taskset; do
+    command -v "$tool" >/dev/null || { echo "callgrind.sh: needs $tool" >&2; exit 1; }
+done
+
+(cd "$REPO" && cargo build --release --quiet)
+BIN="${CARGO_TARGET_DIR:-$REPO/target}/release/axle"
+WORK=$(mktemp -d)
+trap 'kill -9 "${VG:-0}" 2>/dev/null || true; rm -rf "$WORK"' EXIT
+cp -r "$REPO/samples" "$WORK/site"
+
+PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+CLIENT_CPU=1
+[[ $(nproc) -ge 2 ]] || CLIENT_CPU=0
+taskset -c 0 valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$WORK/out" \
+    "$BIN" serve --root "$WORK/site" --listen "127.0.0.1:$PORT" "${ARGS[@]}" >"$WORK/log" 2>&1 &
+VG=$!
+for _ in $(seq 120); do
+    curl -s -o /dev/null "http://127.0.0.1:$PORT$URL" && break
+    sleep 0.5
+done
+STATUS=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT$URL")
+[[ $STATUS == 200 ]] || { echo "callgrind.sh: GET $URL gave $STATUS" >&2; cat "$WORK/log" >&2; exit 1; }
+CACHE=$(curl -s -D - -o /dev/null "http://127.0.0.1:$PORT$URL" | tr -d '\r' | awk -F': ' 'tolower($1) == "x-axle-cache" {print $2}')
+taskset -c "$CLIENT_CPU" wrk -t1 -c8 -d2s "http://127.0.0.1:$PORT$URL" >/dev/null
+callgrind_control -i on "$VG" >/dev/null 2>&1
+N=$(taskset -c "$CLIENT_CPU" wrk -t1 -c8 -d5s "http://127.0.0.1:$PORT$URL" | awk '/requests in/ {print $1}')
+callgrind_control -i off "$VG" >/dev/null 2>&1
+callgrind_control -d "$VG" >/dev/null 2>&1
+sleep 1
+IR=$(cat "$WORK"/out* | awk '/^totals:/ {s += $2} END {print s}')
+echo "GET $URL (${ARGS[*]}; X-Axle-Cache: $CACHE): $N requests, $IR instructions, $((IR / N)) per request"
