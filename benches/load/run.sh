@@ -15,8 +15,9 @@
 #   WARMUP            unrecorded wrk run before each cell (default 2s; 0 = none)
 #   SCENARIOS         subset, in any order (default: all, in this order):
 #                     "doc trivial hello pairs c1000 churn dynamic heavy site"
-#   PAIR_ROUNDS       interleaved all/incremental rounds of the pairs scenario
-#                     (default 5); PAIR_DURATION their length (default 5s)
+#   PAIR_ROUNDS       interleaved rounds of the pairs scenario (default 9);
+#                     PAIR_DURATION their length (default 3s), PAIR_WARMUP
+#                     the unrecorded run before each (default 1s)
 #   SITE_DOCS         documents of the site scenario (default 100000)
 #   SITE_CACHE_MIB    --cache-size of the site scenario, MiB (default 64)
 #   SITE_WARMUP_MAX   longest warm-up of the site scenario, s (default 60)
@@ -44,8 +45,9 @@ DURATION=${DURATION:-10s}
 WARMUP=${WARMUP:-2s}
 ALL_SCENARIOS="doc trivial hello pairs c1000 churn dynamic heavy site"
 SCENARIOS=${SCENARIOS:-$ALL_SCENARIOS}
-PAIR_ROUNDS=${PAIR_ROUNDS:-5}
-PAIR_DURATION=${PAIR_DURATION:-5s}
+PAIR_ROUNDS=${PAIR_ROUNDS:-9}
+PAIR_DURATION=${PAIR_DURATION:-3s}
+PAIR_WARMUP=${PAIR_WARMUP:-1s}
 SITE_DOCS=${SITE_DOCS:-100000}
 SITE_CACHE_MIB=${SITE_CACHE_MIB:-64}
 SITE_WARMUP_MAX=${SITE_WARMUP_MAX:-60}
@@ -542,7 +544,10 @@ scenario_hello() {
 # nginx-xslt) are within the drift between two cells measured minutes
 # apart on a shared machine; so each pair of targets is measured again in
 # PAIR_ROUNDS back-to-back rounds (order alternating), and the target takes
-# the median of the per-round ratios.
+# the median of the per-round ratios. Many short rounds rather than a few
+# long ones: the disturbances here come in bursts of seconds, and a median
+# over more rounds leaves them out (5 rounds of 5 s still gave medians of
+# identical code from 0.91 to 1.02).
 # Each entry: CASE URL-NAME CONNECTIONS TARGET-A TARGET-B (ratio A ÷ B).
 PAIRS=(
     "doc doc $CONNECTIONS axle-incremental axle-all"
@@ -566,7 +571,7 @@ scenario_pairs() {
             order="$b $a"
             ((round % 2)) || order="$a $b"
             for t in $order; do
-                DURATION=$PAIR_DURATION cell pairs "$case" "$t" keep-alive "$conns" \
+                WARMUP=$PAIR_WARMUP DURATION=$PAIR_DURATION cell pairs "$case" "$t" keep-alive "$conns" \
                     "${PORT[$t]}" "${SPID[$t]}" "$url" "round=$round"
             done
         done
