@@ -1,9 +1,9 @@
-//! Caching: content hashes and keys ([`key`]), the stat-memoized file hashes
-//! that make freshness checks cheap ([`fingerprint`]), and the bounded,
-//! byte-weighed output store ([`store`]) that coalesces concurrent misses
+//! Caching: content hashes and keys (`key`), the stat-memoized file hashes
+//! that make freshness checks cheap (`fingerprint`), and the bounded,
+//! byte-weighed output store (`store`) that coalesces concurrent misses
 //! and keeps incremental mode's traces,
-//! the hot-response memo ([`hot`]) and the directory watches that let it
-//! skip even the `stat`s ([`watch`]).
+//! the hot-response memo (`hot`) and the directory watches that let it
+//! skip even the `stat`s (`watch`).
 //!
 //! The cache never decides *what* a key covers for a stage; the pipeline
 //! builds keys here from content hashes only.
