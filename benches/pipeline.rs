@@ -148,7 +148,7 @@ fn hot_path(c: &mut Criterion) {
     let location = Some(ContentHash::of(b"location"));
     group.bench_function("hot_key/article", |b| {
         b.iter(|| {
-            axle::pipeline::Pipeline::hot_key_of(
+            axle::pipeline::Pipeline::hot_key(
                 black_box(ARTICLE),
                 location,
                 black_box(&selection),

@@ -245,18 +245,25 @@ mod tests {
         assert_eq!(runs.load(Ordering::SeqCst), 1);
     }
 
+    /// A file (in a temporary directory, kept alive by the first value)
+    /// holding `text`, and the dependency on it as read now.
+    fn dependency(text: &str) -> (tempfile::TempDir, std::path::PathBuf, Dep) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dep.xml");
+        std::fs::write(&path, text).unwrap();
+        let hash = Fingerprints::default().hash(&path).unwrap();
+        let dep = Dep {
+            path: path.clone(),
+            hash,
+        };
+        (dir, path, dep)
+    }
+
     #[tokio::test]
     async fn a_changed_dependency_makes_the_entry_stale() {
-        let dir = tempfile::tempdir().unwrap();
-        let dep_path = dir.path().join("dep.xml");
-        std::fs::write(&dep_path, "v1").unwrap();
-        let fp = Fingerprints::default();
-        let store = Store::new(1 << 20, 1 << 20, fp.clone());
+        let (_dir, dep_path, dep) = dependency("v1");
+        let store = Store::new(1 << 20, 1 << 20, Fingerprints::default());
         let key = KeyBuilder::new("t").finish();
-        let dep = Dep {
-            path: dep_path.clone(),
-            hash: fp.hash(&dep_path).unwrap(),
-        };
         let (_, found) = store
             .get_or_compute::<(), _>(key, Tier::Final, async { Ok(entry("x", vec![dep])) })
             .await
@@ -269,21 +276,14 @@ mod tests {
 
     #[tokio::test]
     async fn a_trace_leads_to_a_fresh_stored_response_only() {
-        let dir = tempfile::tempdir().unwrap();
-        let dep_path = dir.path().join("dep.xml");
-        std::fs::write(&dep_path, "v1").unwrap();
-        let fp = Fingerprints::default();
-        let store = Store::new(1 << 20, 1 << 20, fp.clone()).with_traces(1 << 20);
+        let (_dir, dep_path, dep) = dependency("v1");
+        let store = Store::new(1 << 20, 1 << 20, Fingerprints::default()).with_traces(1 << 20);
         let (stage, response) = (
             KeyBuilder::new("stage").finish(),
             KeyBuilder::new("response").finish(),
         );
         store.put_trace(stage, response);
         assert!(store.traced(&stage).await.is_none(), "no response stored");
-        let dep = Dep {
-            path: dep_path.clone(),
-            hash: fp.hash(&dep_path).unwrap(),
-        };
         store
             .get_or_compute::<(), _>(response, Tier::Final, async { Ok(entry("out", vec![dep])) })
             .await

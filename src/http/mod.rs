@@ -352,7 +352,7 @@ fn hot_key(
     }
     let chosen = choose::choose(location, headers, query, None);
     let params = params(location, query, &[]);
-    let key = Pipeline::hot_key_of(
+    let key = Pipeline::hot_key(
         path,
         Some(location.hash),
         &chosen.selection,
@@ -470,8 +470,10 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
     };
     match app.pipeline.render(&located, &req).await {
         Ok(rendered) => {
-            if method != Method::POST && url_style.is_none() {
-                let key = hot_key.unwrap_or_else(|| Pipeline::hot_key(&path, &req));
+            // Memoized only where the hot path looks (a GET or HEAD named
+            // by its own path, outside directory-listing and traced
+            // locations).
+            if let Some(key) = hot_key {
                 let decoded = percent_encoding::percent_decode_str(&path).decode_utf8_lossy();
                 let mut request_path = provider.root().join(decoded.trim_start_matches('/'));
                 if path.ends_with('/') {

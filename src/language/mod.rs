@@ -147,14 +147,6 @@ impl<'a> StageContext<'a> {
         }
     }
 
-    /// The same context for a stage whose input is an earlier stage's
-    /// output.
-    #[must_use]
-    pub fn after_a_stage(mut self) -> Self {
-        self.input_from_stage = true;
-        self
-    }
-
     /// Reads a file under the root relative to the document (or
     /// root-relative with a leading `/`), recording it as a dependency.
     pub fn read_related(&self, href: &str) -> Result<Vec<u8>, LanguageError> {

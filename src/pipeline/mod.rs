@@ -377,21 +377,10 @@ impl Pipeline {
         Err(PipelineError::SourceChanged(located.path.rel().to_string()))
     }
 
-    /// The hot-memo key of a request for `url_path` (as requested).
-    pub fn hot_key(url_path: &str, req: &RenderRequest) -> FieldKey {
-        Self::hot_key_of(
-            url_path,
-            req.location,
-            &req.selection,
-            req.client_style,
-            req.xinclude,
-            &req.params,
-        )
-    }
-
-    /// [`Pipeline::hot_key`] from the parts of a request that it covers
-    /// (so a hit need not build the whole [`RenderRequest`]).
-    pub fn hot_key_of(
+    /// The hot-memo key of a request for `url_path` (as requested), from
+    /// the parts of its render request that it covers (so a hit need not
+    /// build the whole [`RenderRequest`]).
+    pub fn hot_key(
         url_path: &str,
         location: Option<ContentHash>,
         selection: &Selection,
