@@ -1,12 +1,13 @@
 //! Links the system libxml2, libxslt and libexslt (found with pkg-config) and
-//! compiles `csrc/shim.c`, the only C in the project: it formats libxslt's
+//! compiles the only C in the project: `csrc/shim.c` formats libxslt's
 //! variadic error callbacks and reads struct fields, so no libxml2/libxslt
-//! struct layout is mirrored in Rust.
+//! struct layout is mirrored in Rust; `csrc/dtd.c` lends parsed DTDs to
+//! later parses (see `src/ffi/dtd.rs`).
 
 fn main() {
     let libs = ["libxslt", "libexslt", "libxml-2.0"];
     let mut build = cc::Build::new();
-    build.file("csrc/shim.c").warnings(true);
+    build.file("csrc/shim.c").file("csrc/dtd.c").warnings(true);
     for name in libs {
         let lib = match pkg_config::Config::new().probe(name) {
             Ok(lib) => lib,
@@ -20,5 +21,6 @@ fn main() {
     }
     build.compile("axleshim");
     println!("cargo:rerun-if-changed=csrc/shim.c");
+    println!("cargo:rerun-if-changed=csrc/dtd.c");
     println!("cargo:rerun-if-changed=build.rs");
 }

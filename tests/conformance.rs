@@ -149,3 +149,69 @@ fn http_subset_is_served_like_the_pipeline_renders() {
             .join("\n")
     );
 }
+
+/// Every document of the suites that names an external DTD parses to the
+/// same tree (or the same error) whether its DTD is parsed for it or lent
+/// from an earlier parse (`axle::ffi::XmlDoc::parse_document`): DocBook
+/// 3.1.7, 4.0 and 4.1.2, the simplified DocBook and the xmlspec DTDs.
+#[test]
+fn suite_documents_parse_the_same_with_a_shared_dtd() {
+    use axle::cache::Fingerprints;
+    use axle::ffi::{DoctypeIds, Resolver, XmlDoc};
+    use axle::provider::FileProvider;
+    use std::sync::Arc;
+
+    let Some(conf) = suites() else { return };
+    let files = FileProvider::new(&conf, Fingerprints::default()).unwrap();
+    let mut docs = Vec::new();
+    let mut stack = vec![conf.clone()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "xml") {
+                docs.push(path);
+            }
+        }
+    }
+    docs.sort();
+    let (mut compared, mut shared) = (0, 0);
+    // Twice: the second round parses every document with a kept template.
+    for _round in 0..2 {
+        for path in &docs {
+            let bytes = std::fs::read(path).unwrap();
+            let Some(doctype) = axle::prolog::scan(&bytes).ok().and_then(|p| p.doctype) else {
+                continue;
+            };
+            let Some(system_id) = doctype.system_id.as_deref() else {
+                continue;
+            };
+            let url = format!("/{}", path.strip_prefix(&conf).unwrap().display());
+            let ids = DoctypeIds {
+                public_id: doctype.public_id.as_deref(),
+                system_id,
+            };
+            let resolver: Arc<dyn Resolver> = files.resolver();
+            let full = XmlDoc::parse(&bytes, &url, resolver.clone());
+            let lent = XmlDoc::parse_document(&bytes, &url, resolver, Some(ids));
+            match (full, lent) {
+                (Ok(full), Ok(lent)) => {
+                    shared += usize::from(lent.shares_dtd());
+                    assert_eq!(
+                        String::from_utf8_lossy(&full.to_xml_bytes().unwrap()),
+                        String::from_utf8_lossy(&lent.to_xml_bytes().unwrap()),
+                        "{url}"
+                    );
+                }
+                (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "{url}"),
+                (a, b) => panic!("{url}: {:?} vs {:?}", a.map(|_| ()), b.map(|_| ())),
+            }
+            compared += 1;
+        }
+    }
+    runner::loud(&format!(
+        "shared DTDs: {compared} parses compared, {shared} of them with a lent DTD\n"
+    ));
+    assert!(shared >= 20, "only {shared} parses used a shared DTD");
+}

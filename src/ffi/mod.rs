@@ -11,7 +11,10 @@
 //!   across threads, `Send + Sync`) and [`ResultDoc`] (a transform result that
 //!   must be serialized by the stylesheet that made it);
 //! - per-thread error capture: libxml2/libxslt messages go into a buffer of the
-//!   calling thread and come back as [`XmlError`], never to stderr.
+//!   calling thread and come back as [`XmlError`], never to stderr;
+//! - shared parsed DTDs (`dtd`, with `csrc/dtd.c`): a document's external
+//!   subset is parsed once and lent to later parses of documents that name
+//!   it ([`XmlDoc::parse_document`]), giving the same tree.
 //!
 //! What it deliberately does not do: decide *which* files may be read. Each
 //! operation takes a [`Resolver`] (installed for the current thread while the
@@ -19,7 +22,10 @@
 //! document root and dependency recording live in safe code above this module.
 #![allow(unsafe_code)]
 
+mod dtd;
 mod sys;
+
+pub use dtd::{DoctypeIds, set_shared_dtds, shared_dtds};
 
 use std::cell::{Cell, RefCell};
 use std::ffi::{CStr, CString};
@@ -48,6 +54,15 @@ pub trait Resolver: Send + Sync {
     /// libxml2 built it) and the URL to report as their base, or a message
     /// saying why the load is refused.
     fn load(&self, url: &str) -> Result<Loaded, String>;
+
+    /// Would [`Resolver::load`] of `url` give, now, the bytes whose blake3
+    /// hash is `hash`? If so, records that read as `load` would have. A
+    /// parsed DTD is reused only while this holds for every file its parse
+    /// read. The default says no (nothing is reused).
+    fn unchanged(&self, url: &str, hash: &[u8; 32]) -> bool {
+        let _ = (url, hash);
+        false
+    }
 }
 
 /// Bytes handed to libxml2 by a [`Resolver`].
@@ -480,6 +495,10 @@ fn c_string(s: &str, what: &str) -> Result<CString, XmlError> {
 #[derive(Debug)]
 pub struct XmlDoc {
     ptr: NonNull<sys::xmlDoc>,
+    /// Parsed with a shared DTD ([`XmlDoc::parse_document`]): its external
+    /// subset borrows the template's tables, which go back before it is
+    /// freed. Such a tree is never given to libxslt to own.
+    borrows_dtd: bool,
 }
 
 // SAFETY: an xmlDoc is a self-contained heap structure (its dictionary, when
@@ -489,8 +508,14 @@ unsafe impl Send for XmlDoc {}
 
 impl Drop for XmlDoc {
     fn drop(&mut self) {
-        // SAFETY: we own the document and nothing else frees it.
-        unsafe { sys::xmlFreeDoc(self.ptr.as_ptr()) };
+        if self.borrows_dtd {
+            // SAFETY: we own the document and nothing else frees it; the
+            // C side returns the borrowed DTD tables, then frees it.
+            unsafe { sys::axle_dtd_free_doc(self.ptr.as_ptr()) };
+        } else {
+            // SAFETY: we own the document and nothing else frees it.
+            unsafe { sys::xmlFreeDoc(self.ptr.as_ptr()) };
+        }
     }
 }
 
@@ -514,7 +539,61 @@ impl XmlDoc {
             )
         };
         match NonNull::new(doc) {
-            Some(ptr) => Ok(XmlDoc { ptr }),
+            Some(ptr) => Ok(XmlDoc {
+                ptr,
+                borrows_dtd: false,
+            }),
+            None => Err(last_parse_error(url)),
+        }
+    }
+
+    /// Parses a document to be transformed: as [`XmlDoc::parse`], but when
+    /// `doctype` names an external subset that was parsed before (and none
+    /// of the files that parse read has changed, as `resolver` says), the
+    /// parsed DTD is lent to this parse instead of being read and parsed
+    /// again. The tree is the same either way (see `csrc/dtd.c`); the
+    /// files of the DTD are recorded by `resolver` either way.
+    pub fn parse_document(
+        bytes: &[u8],
+        url: &str,
+        resolver: Arc<dyn Resolver>,
+        doctype: Option<DoctypeIds<'_>>,
+    ) -> Result<XmlDoc, XmlError> {
+        let Some(ids) = doctype else {
+            return XmlDoc::parse(bytes, url, resolver);
+        };
+        begin();
+        let template = {
+            let _guard = ResolverGuard::install(resolver.clone());
+            dtd::template_for(ids, url, DOC_OPTIONS, &resolver)
+        };
+        let Some(template) = template else {
+            return XmlDoc::parse(bytes, url, resolver);
+        };
+        // The template's own parse (if it just ran) leaves nothing behind.
+        begin();
+        let len = c_len(bytes)?;
+        let c_url = c_string(url, "document URL")?;
+        let _guard = ResolverGuard::install(resolver);
+        let mut used: c_int = 0;
+        // SAFETY: as xmlReadMemory in `parse`; the template is live for the
+        // call (we hold it) and the C side takes its own reference for a
+        // document that borrows from it, reported in `used`.
+        let doc = unsafe {
+            sys::axle_dtd_read(
+                bytes.as_ptr().cast(),
+                len,
+                c_url.as_ptr(),
+                DOC_OPTIONS,
+                template.as_ptr(),
+                &mut used,
+            )
+        };
+        match NonNull::new(doc) {
+            Some(ptr) => Ok(XmlDoc {
+                ptr,
+                borrows_dtd: used == 1,
+            }),
             None => Err(last_parse_error(url)),
         }
     }
@@ -529,8 +608,9 @@ impl XmlDoc {
         bytes: &[u8],
         url: &str,
         resolver: Arc<dyn Resolver>,
+        doctype: Option<DoctypeIds<'_>>,
     ) -> Result<XmlDoc, XmlError> {
-        let doc = XmlDoc::parse(bytes, url, resolver)?;
+        let doc = XmlDoc::parse_document(bytes, url, resolver, doctype)?;
         // SAFETY: the document is live and ours; the shim relinks and frees
         // only processing-instruction nodes of it and renames text nodes to
         // libxml2's static "noenc" name.
@@ -544,6 +624,12 @@ impl XmlDoc {
     pub fn process_xinclude(&mut self, resolver: Arc<dyn Resolver>) -> Result<u32, XmlError> {
         begin();
         let _guard = ResolverGuard::install(resolver);
+        if self.borrows_dtd {
+            // XInclude looks entities up without the parser's hook: give the
+            // document every entity of its DTD first, as a full parse would.
+            // SAFETY: the document is live and ours and borrows a template.
+            unsafe { sys::axle_dtd_materialize(self.ptr.as_ptr()) };
+        }
         // SAFETY: the document is live and ours; libxml2 edits it in place.
         let rc = unsafe { sys::xmlXIncludeProcessFlags(self.ptr.as_ptr(), DOC_OPTIONS) };
         let messages = take_messages();
@@ -574,6 +660,11 @@ impl XmlDoc {
         Ok(bytes)
     }
 
+    /// Was this tree parsed with a shared DTD ([`XmlDoc::parse_document`])?
+    pub fn shares_dtd(&self) -> bool {
+        self.borrows_dtd
+    }
+
     /// Would re-parsing [`XmlDoc::to_xml_bytes`] give exactly this tree? Only
     /// then may the tree be handed to the next stage without re-parsing.
     pub fn is_faithful(&self) -> bool {
@@ -589,6 +680,9 @@ impl XmlDoc {
     }
 
     fn into_raw(self) -> *mut sys::xmlDoc {
+        // Only trees from `parse` are given away (to libxslt, which frees
+        // them with xmlFreeDoc); a borrowing tree must not be.
+        debug_assert!(!self.borrows_dtd);
         let p = self.ptr.as_ptr();
         std::mem::forget(self);
         p
@@ -802,7 +896,10 @@ impl Stylesheet {
                 if !messages.is_empty() {
                     tracing::debug!(%messages, "transform messages");
                 }
-                let mut out = XmlDoc { ptr };
+                let mut out = XmlDoc {
+                    ptr,
+                    borrows_dtd: false,
+                };
                 out.set_url(base_url);
                 Ok(ResultDoc {
                     doc: out,
@@ -811,7 +908,10 @@ impl Stylesheet {
             }
             other => {
                 if let Some(ptr) = other {
-                    drop(XmlDoc { ptr });
+                    drop(XmlDoc {
+                        ptr,
+                        borrows_dtd: false,
+                    });
                 }
                 Err(XmlError::Transform(if messages.is_empty() {
                     "the transform stopped with an error".to_string()

@@ -16,7 +16,8 @@ opaque!(
     xmlParserInput,
     xsltStylesheet,
     xsltTransformContext,
-    xsltSecurityPrefs
+    xsltSecurityPrefs,
+    axle_dtd
 );
 
 pub type xmlExternalEntityLoader = Option<
@@ -131,6 +132,26 @@ unsafe extern "C" {
 
 // csrc/shim.c
 unsafe extern "C" {
+    // csrc/dtd.c: shared parsed DTDs.
+    pub fn axle_dtd_build(
+        url: *const c_char,
+        public_id: *const c_char,
+        system_id: *const c_char,
+        options: c_int,
+    ) -> *mut axle_dtd;
+    pub fn axle_dtd_ok(t: *const axle_dtd) -> c_int;
+    pub fn axle_dtd_release(t: *mut axle_dtd);
+    pub fn axle_dtd_read(
+        buf: *const c_char,
+        len: c_int,
+        url: *const c_char,
+        options: c_int,
+        t: *mut axle_dtd,
+        used: *mut c_int,
+    ) -> *mut xmlDoc;
+    pub fn axle_dtd_free_doc(doc: *mut xmlDoc);
+    pub fn axle_dtd_materialize(doc: *mut xmlDoc);
+    pub fn axle_dtd_resolve(system_id: *const c_char, base: *const c_char) -> *mut c_uchar;
     pub fn shim_install_xslt_error();
     pub fn shim_install_xml_error_for_thread();
     pub fn shim_set_transform_error(c: *mut xsltTransformContext);

@@ -25,7 +25,8 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use crate::ffi::{Limits, XmlDoc, XmlError};
+use crate::ffi::{DoctypeIds, Limits, XmlDoc, XmlError};
+use crate::prolog::Doctype;
 use crate::provider::{RootResolver, confine};
 
 /// A kind of pipeline stage (XSLT, passthru, a plug-in).
@@ -194,11 +195,15 @@ impl StageData {
     /// tree would.
     pub fn into_dom_for(self, ctx: &StageContext<'_>) -> Result<XmlDoc, LanguageError> {
         match self {
-            StageData::Bytes(b) if ctx.input_from_stage => Ok(XmlDoc::parse_stage_output(
-                &b,
-                ctx.base_url,
-                ctx.resolver.clone(),
-            )?),
+            StageData::Bytes(b) if ctx.input_from_stage => {
+                let doctype = doctype_of(&b);
+                Ok(XmlDoc::parse_stage_output(
+                    &b,
+                    ctx.base_url,
+                    ctx.resolver.clone(),
+                    doctype.as_ref().and_then(doctype_ids),
+                )?)
+            }
             other => other.into_dom(ctx.base_url, ctx.resolver),
         }
     }
@@ -212,9 +217,31 @@ impl StageData {
     ) -> Result<XmlDoc, LanguageError> {
         match self {
             StageData::Dom(doc) => Ok(doc),
-            StageData::Bytes(b) => Ok(XmlDoc::parse(&b, base_url, resolver.clone())?),
+            StageData::Bytes(b) => {
+                let doctype = doctype_of(&b);
+                Ok(XmlDoc::parse_document(
+                    &b,
+                    base_url,
+                    resolver.clone(),
+                    doctype.as_ref().and_then(doctype_ids),
+                )?)
+            }
         }
     }
+}
+
+/// The DOCTYPE of a document about to be parsed, as the prolog scanner reads
+/// it: it picks the shared parsed DTD ([`XmlDoc::parse_document`]). A
+/// document the scanner cannot read is parsed without one.
+fn doctype_of(bytes: &[u8]) -> Option<Doctype> {
+    crate::prolog::scan(bytes).ok()?.doctype
+}
+
+fn doctype_ids(doctype: &Doctype) -> Option<DoctypeIds<'_>> {
+    Some(DoctypeIds {
+        public_id: doctype.public_id.as_deref(),
+        system_id: doctype.system_id.as_deref()?,
+    })
 }
 
 /// A stage's result.

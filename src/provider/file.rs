@@ -222,6 +222,25 @@ impl Resolver for RootResolver {
             bytes,
         })
     }
+
+    fn unchanged(&self, url: &str, hash: &[u8; 32]) -> bool {
+        if url.starts_with(crate::ffi::INTERNAL_SCHEME) {
+            return false;
+        }
+        let Ok(path) = confine_url(&self.root, url) else {
+            return false;
+        };
+        match self.fingerprints.hash(path.as_path()) {
+            Ok(now) if now.as_bytes() == hash => {
+                self.record(Dep {
+                    path: path.as_path().to_path_buf(),
+                    hash: now,
+                });
+                true
+            }
+            _ => false,
+        }
+    }
 }
 
 /// A URL shown root-relative when it lies under the root, else a neutral word.
