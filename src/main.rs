@@ -30,6 +30,11 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Parse every document's DTD for that document, instead of parsing an
+    /// external DTD once and lending it to later documents that name it
+    /// (the same trees either way; this is the switch to compare them).
+    #[arg(long, global = true)]
+    no_shared_dtds: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -115,6 +120,9 @@ fn main() -> ExitCode {
         .init();
     axle::ffi::init();
     let cli = Cli::parse();
+    if cli.no_shared_dtds {
+        axle::ffi::set_shared_dtds(false);
+    }
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

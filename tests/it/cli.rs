@@ -217,3 +217,56 @@ fn bad_flags_are_refused_with_a_message() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a size"));
 }
+
+/// A document with an external DTD (defaulted attributes, an entity from a
+/// parameter-entity file) renders to the same bytes with the DTD shared
+/// (the default) or parsed per document (`--no-shared-dtds`).
+#[test]
+fn render_gives_the_same_bytes_with_and_without_shared_dtds() {
+    let site = TestSite::new();
+    let dir = site.root.join("dtd-doc");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("book.dtd"),
+        "<!ENTITY % names SYSTEM \"names.ent\"> %names;\n\
+         <!ELEMENT book (para)*> <!ATTLIST book status (draft|final) \"draft\">\n\
+         <!ELEMENT para (#PCDATA)> <!ATTLIST para id ID #IMPLIED role NMTOKEN \"body\">\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("names.ent"), "<!ENTITY product \"Axle\">").unwrap();
+    std::fs::write(
+        dir.join("show.xsl"),
+        r#"<xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">
+  <xsl:output method="text"/>
+  <xsl:template match="/book"><xsl:value-of select="@status"/>:<xsl:for-each select="para"><xsl:value-of
+    select="concat(@role, '/', ., '/', count(id(@id)), ';')"/></xsl:for-each></xsl:template>
+</xsl:stylesheet>"#,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("a.xml"),
+        "<?xml-stylesheet href=\"show.xsl\" type=\"text/xsl\"?>\n\
+         <!DOCTYPE book SYSTEM \"book.dtd\">\n\
+         <book><para id=\" p1 \">&product; one</para><para role=\"note\">two</para></book>\n",
+    )
+    .unwrap();
+    let render = |extra: &[&str]| {
+        let out = axle()
+            .arg("render")
+            .args(extra)
+            .arg("dtd-doc/a.xml")
+            .current_dir(&site.root)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let shared = render(&[]);
+    let full = render(&["--no-shared-dtds"]);
+    assert_eq!(shared, "draft:body/Axle one/1;note/two/0;");
+    assert_eq!(shared, full);
+}
