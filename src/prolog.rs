@@ -79,6 +79,9 @@ pub struct Doctype {
     pub public_id: Option<String>,
     /// The system identifier, as written between the quotes.
     pub system_id: Option<String>,
+    /// Has it an internal subset (`[…]`, even an empty one)? Such a
+    /// document's DTD is parsed for it, never shared.
+    pub internal_subset: bool,
 }
 
 /// The qualified name of the root element and the namespace it is in.
@@ -677,6 +680,7 @@ impl<'a> Scanner<'a> {
             name,
             public_id: None,
             system_id: None,
+            internal_subset: false,
         };
         let public = self.starts_with(b"PUBLIC");
         if public || self.starts_with(b"SYSTEM") {
@@ -702,6 +706,7 @@ impl<'a> Scanner<'a> {
         }
         if self.peek() == Some(b'[') {
             self.advance(1);
+            doctype.internal_subset = true;
             self.skip_internal_subset(mentions_xmlns)?;
             self.skip_ws();
         }

@@ -238,6 +238,9 @@ fn doctype_of(bytes: &[u8]) -> Option<Doctype> {
 }
 
 fn doctype_ids(doctype: &Doctype) -> Option<DoctypeIds<'_>> {
+    if doctype.internal_subset {
+        return None;
+    }
     Some(DoctypeIds {
         public_id: doctype.public_id.as_deref(),
         system_id: doctype.system_id.as_deref()?,

@@ -1214,6 +1214,8 @@ fn prolog_from_raw(raw: ffi::RawProlog) -> Prolog {
         name,
         public_id,
         system_id,
+        // Not known from this path; nothing here shares DTDs.
+        internal_subset: true,
     });
     let root = raw
         .root
