@@ -1,6 +1,7 @@
-//! Raw declarations of the libxml2, libxslt, libexslt and `csrc/shim.c`
-//! symbols Axle uses. Every struct is opaque: field access happens in the shim,
-//! so no C struct layout is mirrored here. Nothing outside `ffi` sees this.
+//! Raw declarations of the libxml2, libxslt, libexslt, `csrc/shim.c` and
+//! `csrc/dtd.c` symbols Axle uses. Every struct is opaque: field access
+//! happens in the C files, so no C struct layout is mirrored here. Nothing
+//! outside `ffi` sees this.
 
 #![allow(non_camel_case_types, non_upper_case_globals, dead_code)]
 
