@@ -25,7 +25,7 @@
 mod dtd;
 mod sys;
 
-pub use dtd::{DoctypeIds, set_shared_dtds, shared_dtds};
+pub use dtd::{DoctypeIds, set_shared_dtds};
 
 use std::cell::{Cell, RefCell};
 use std::ffi::{CStr, CString};
@@ -523,28 +523,7 @@ impl XmlDoc {
     /// Parses `bytes` as a document whose base URL is `url` (normally its
     /// absolute path). External loads (DTD, entities) go to `resolver`.
     pub fn parse(bytes: &[u8], url: &str, resolver: Arc<dyn Resolver>) -> Result<XmlDoc, XmlError> {
-        begin();
-        let len = c_len(bytes)?;
-        let c_url = c_string(url, "document URL")?;
-        let _guard = ResolverGuard::install(resolver);
-        // SAFETY: buffer and length describe `bytes`, which outlives the call;
-        // libxml2 copies what it keeps. The URL is NUL-terminated.
-        let doc = unsafe {
-            sys::xmlReadMemory(
-                bytes.as_ptr().cast(),
-                len,
-                c_url.as_ptr(),
-                ptr::null(),
-                DOC_OPTIONS,
-            )
-        };
-        match NonNull::new(doc) {
-            Some(ptr) => Ok(XmlDoc {
-                ptr,
-                borrows_dtd: false,
-            }),
-            None => Err(last_parse_error(url)),
-        }
+        XmlDoc::read(bytes, url, resolver, None)
     }
 
     /// Parses a document to be transformed: as [`XmlDoc::parse`], but when
@@ -559,35 +538,52 @@ impl XmlDoc {
         resolver: Arc<dyn Resolver>,
         doctype: Option<DoctypeIds<'_>>,
     ) -> Result<XmlDoc, XmlError> {
-        let Some(ids) = doctype else {
-            return XmlDoc::parse(bytes, url, resolver);
-        };
-        begin();
-        let template = {
+        let template = doctype.and_then(|ids| {
+            begin();
             let _guard = ResolverGuard::install(resolver.clone());
             dtd::template_for(ids, url, DOC_OPTIONS, &resolver)
-        };
-        let Some(template) = template else {
-            return XmlDoc::parse(bytes, url, resolver);
-        };
-        // The template's own parse (if it just ran) leaves nothing behind.
+        });
+        XmlDoc::read(bytes, url, resolver, template.as_deref())
+    }
+
+    /// The one parse: libxml2's own (`xmlReadMemory`), or with `template`
+    /// standing in for the document's external subset where it can.
+    fn read(
+        bytes: &[u8],
+        url: &str,
+        resolver: Arc<dyn Resolver>,
+        template: Option<&dtd::Template>,
+    ) -> Result<XmlDoc, XmlError> {
+        // Also clears whatever building a template left in the thread's
+        // error buffer.
         begin();
         let len = c_len(bytes)?;
         let c_url = c_string(url, "document URL")?;
         let _guard = ResolverGuard::install(resolver);
         let mut used: c_int = 0;
-        // SAFETY: as xmlReadMemory in `parse`; the template is live for the
-        // call (we hold it) and the C side takes its own reference for a
-        // document that borrows from it, reported in `used`.
+        // SAFETY: buffer and length describe `bytes`, which outlives the call;
+        // libxml2 copies what it keeps. The URL is NUL-terminated. A template
+        // is live for the call (the caller holds it); the C side takes its
+        // own reference for a document that borrows from it, reported in
+        // `used`.
         let doc = unsafe {
-            sys::axle_dtd_read(
-                bytes.as_ptr().cast(),
-                len,
-                c_url.as_ptr(),
-                DOC_OPTIONS,
-                template.as_ptr(),
-                &mut used,
-            )
+            match template {
+                None => sys::xmlReadMemory(
+                    bytes.as_ptr().cast(),
+                    len,
+                    c_url.as_ptr(),
+                    ptr::null(),
+                    DOC_OPTIONS,
+                ),
+                Some(t) => sys::axle_dtd_read(
+                    bytes.as_ptr().cast(),
+                    len,
+                    c_url.as_ptr(),
+                    DOC_OPTIONS,
+                    t.as_ptr(),
+                    &mut used,
+                ),
+            }
         };
         match NonNull::new(doc) {
             Some(ptr) => Ok(XmlDoc {
