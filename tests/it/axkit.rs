@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use axle::CacheMode;
 use axle::site::SiteConfig;
 
-use crate::support::{MODES, Resp, TestServer, TestSite, tick};
+use crate::support::{MODES, Resp, TestServer, TestSite, axle, axle_ok, tick};
 
 // ---------------------------------------------------------------------------
 // Helpers
@@ -168,10 +168,6 @@ fn pi(name: &str, extra: &str) -> String {
 /// A processor entry (inline table) for `/t/NAME.xsl` with extra keys.
 fn proc(name: &str, extra: &str) -> String {
     format!("{{ type = \"text/xsl\", href = \"/t/{name}.xsl\"{extra} }}")
-}
-
-fn axle() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_axle"))
 }
 
 /// Polls `check` until it holds or `secs` pass.
@@ -1431,25 +1427,23 @@ async fn trace_writes_the_source_and_every_stage_output() {
 
     // `axle render --trace DIR` does the same.
     let cli_dir = site.outside().join("cli-trace");
-    let output = axle()
-        .args(["render", "traced/doc.xml", "--trace"])
-        .arg(&cli_dir)
-        .current_dir(&site.root)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+    let stdout = axle_ok(
+        &site.root,
+        [
+            std::ffi::OsStr::new("render"),
+            "traced/doc.xml".as_ref(),
+            "--trace".as_ref(),
+            cli_dir.as_os_str(),
+        ],
     );
     assert_eq!(
-        String::from_utf8(output.stdout.clone()).unwrap(),
+        String::from_utf8(stdout.clone()).unwrap(),
         out("src...A...B")
     );
     let cli = |n: usize| cli_dir.join(format!("traced|doc.xml.{n}"));
     assert_eq!(std::fs::read_to_string(cli(0)).unwrap(), doc);
     assert_eq!(std::fs::read_to_string(cli(1)).unwrap(), stage1);
-    assert_eq!(std::fs::read(cli(2)).unwrap(), output.stdout);
+    assert_eq!(std::fs::read(cli(2)).unwrap(), stdout);
     assert!(!cli(3).exists());
 }
 

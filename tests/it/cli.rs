@@ -4,12 +4,8 @@
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
-use crate::support::{TestServer, TestSite};
+use crate::support::{TestServer, TestSite, axle, axle_ok};
 use axle::CacheMode;
-
-fn axle() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_axle"))
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn render_prints_what_the_server_serves() {
@@ -20,65 +16,40 @@ async fn render_prints_what_the_server_serves() {
         ("one.xml", vec!["--param", "who=cli"]),
         ("latin1.xml", vec![]),
     ] {
-        let out = axle()
-            .arg("render")
-            .arg(doc)
-            .args(&args)
-            .current_dir(&site.root)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let stdout = axle_ok(&site.root, ["render", doc].into_iter().chain(args.clone()));
         let query = if args.is_empty() {
             String::new()
         } else {
             "?who=cli".to_string()
         };
         let served = server.get(&format!("/{doc}{query}")).await;
-        assert_eq!(out.stdout, served.body, "{doc}");
+        assert_eq!(stdout, served.body, "{doc}");
     }
 }
 
 #[test]
 fn render_stylesheet_options_replace_the_documents_pis() {
     let site = TestSite::new();
-    let out = axle()
-        .args([
-            "render",
-            "text.xml",
-            "--stylesheet",
-            "s/upper.xsl",
-            "--param",
-            "who=me",
-        ])
-        .current_dir(&site.root)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    // text.xml names s/text.xsl by PI; --stylesheet replaces it, as in xsltproc.
-    assert_eq!(
-        String::from_utf8(out.stdout).unwrap(),
-        "<html><body>\n<h1></h1>\n<p>for me</p>\n</body></html>\n"
-    );
-    let out = axle()
-        .args([
-            "render",
-            "plain.xml",
-            "--stylesheet",
-            "s/upper.xsl",
-            "--param",
-            "who=me",
-        ])
-        .current_dir(&site.root)
-        .output()
-        .unwrap();
-    assert_eq!(
-        String::from_utf8(out.stdout).unwrap(),
-        "<html><body>\n<h1></h1>\n<p>for me</p>\n</body></html>\n"
-    );
+    // text.xml names s/text.xsl by PI; --stylesheet replaces it, as in
+    // xsltproc; plain.xml has no PI.
+    for doc in ["text.xml", "plain.xml"] {
+        let out = axle_ok(
+            &site.root,
+            [
+                "render",
+                doc,
+                "--stylesheet",
+                "s/upper.xsl",
+                "--param",
+                "who=me",
+            ],
+        );
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "<html><body>\n<h1></h1>\n<p>for me</p>\n</body></html>\n",
+            "{doc}"
+        );
+    }
 }
 
 #[test]
@@ -251,19 +222,8 @@ fn render_gives_the_same_bytes_with_and_without_shared_dtds() {
     )
     .unwrap();
     let render = |extra: &[&str]| {
-        let out = axle()
-            .arg("render")
-            .args(extra)
-            .arg("dtd-doc/a.xml")
-            .current_dir(&site.root)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
+        let args = ["render"].iter().chain(extra).chain(&["dtd-doc/a.xml"]);
+        String::from_utf8(axle_ok(&site.root, args)).unwrap()
     };
     let shared = render(&[]);
     let full = render(&["--no-shared-dtds"]);

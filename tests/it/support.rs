@@ -10,6 +10,27 @@ use axle::http::App;
 
 pub const MODES: [CacheMode; 3] = [CacheMode::Off, CacheMode::All, CacheMode::Incremental];
 
+/// The `axle` binary built for these tests.
+pub fn axle() -> std::process::Command {
+    std::process::Command::new(env!("CARGO_BIN_EXE_axle"))
+}
+
+/// Runs `axle ARGS…` in `dir`, asserts it succeeded (showing its stderr
+/// if not) and returns its stdout.
+pub fn axle_ok<I, S>(dir: &Path, args: I) -> Vec<u8>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    let out = axle().args(args).current_dir(dir).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
 /// A temporary copy of `tests/fixtures/site` at `<tmp>/root`, with
 /// `<tmp>/secret.txt` outside the root.
 pub struct TestSite {
