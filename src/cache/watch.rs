@@ -90,6 +90,12 @@ const MASK: WatchMask = WatchMask::MODIFY
     .union(WatchMask::MOVE_SELF)
     .union(WatchMask::ONLYDIR);
 
+/// Events after which a name is bound to another file or directory.
+const RELINKED: EventMask = EventMask::CREATE
+    .union(EventMask::DELETE)
+    .union(EventMask::MOVED_FROM)
+    .union(EventMask::MOVED_TO);
+
 impl Watcher {
     /// A watcher, or the reason the system has none (then callers check
     /// by `stat`).
@@ -126,6 +132,7 @@ impl Watcher {
             by_wd,
             buffer,
         } = inner;
+        let mut stale = Vec::new();
         loop {
             let events = match inotify.read_events(buffer) {
                 Ok(events) => events,
@@ -159,6 +166,12 @@ impl Watcher {
                                 tell(&path.join(name));
                             }
                         }
+                        if event.mask.intersects(RELINKED) {
+                            // The name now means another file or directory:
+                            // watches of directories below the old one are
+                            // of the wrong directories from now on.
+                            stale.push(path.join(name));
+                        }
                     }
                     _ => {
                         for counter in dir.names.values() {
@@ -172,6 +185,45 @@ impl Watcher {
                     if let Some(path) = by_wd.remove(&event.wd) {
                         dirs.remove(&path);
                     }
+                }
+            }
+            for gone in stale.drain(..) {
+                Self::unwatch_below(inotify, dirs, by_wd, &gone);
+            }
+        }
+    }
+
+    /// Drops the watches of `top` and every directory below it (their
+    /// names' counters are bumped: tokens over them are stale), so the next
+    /// registration of a path through `top` watches the directories that
+    /// are there now.
+    fn unwatch_below(
+        inotify: &mut Inotify,
+        dirs: &mut HashMap<std::path::PathBuf, Dir>,
+        by_wd: &mut HashMap<WatchDescriptor, std::path::PathBuf>,
+        top: &Path,
+    ) {
+        let below: Vec<_> = dirs
+            .keys()
+            .filter(|d| d.starts_with(top))
+            .cloned()
+            .collect();
+        if below.is_empty() {
+            return;
+        }
+        by_wd.retain(|wd, path| {
+            if !path.starts_with(top) {
+                return true;
+            }
+            // Fails when the directory is gone already; either way no
+            // more events come from it.
+            let _ = inotify.watches().remove(wd.clone());
+            false
+        });
+        for d in below {
+            if let Some(dir) = dirs.remove(&d) {
+                for counter in dir.names.values() {
+                    counter.fetch_add(1, Ordering::AcqRel);
                 }
             }
         }
@@ -258,6 +310,33 @@ mod tests {
     fn fresh(w: &Watcher, t: &Token) -> bool {
         w.sync();
         w.unchanged(t)
+    }
+
+    #[test]
+    fn a_directory_replaced_on_the_way_is_watched_afresh() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("a/b")).unwrap();
+        std::fs::write(root.join("a/b/x.xml"), "1").unwrap();
+        let x = root.join("a/b/x.xml");
+        let w = Watcher::new(100, None).unwrap();
+        let t = w.register(&root, [x.as_path()]).unwrap();
+        assert!(fresh(&w, &t));
+        // `a` (and with it `a/b`) moved away, a new `a/b` put in its place.
+        std::fs::rename(root.join("a"), root.join("old")).unwrap();
+        std::fs::create_dir_all(root.join("a/b")).unwrap();
+        std::fs::write(root.join("a/b/x.xml"), "2").unwrap();
+        assert!(!fresh(&w, &t));
+        let t = w.register(&root, [x.as_path()]).unwrap();
+        assert!(fresh(&w, &t));
+        // Changes in the new directories are seen, not the old ones'.
+        std::fs::write(root.join("old/b/x.xml"), "3").unwrap();
+        assert!(fresh(&w, &t));
+        std::fs::write(&x, "4").unwrap();
+        assert!(!fresh(&w, &t));
+        let t = w.register(&root, [x.as_path()]).unwrap();
+        std::fs::remove_file(&x).unwrap();
+        assert!(!fresh(&w, &t));
     }
 
     #[test]

@@ -73,6 +73,23 @@ async fn every_kind_of_change_shows_in_the_next_response() {
             server.get("/d/doc.xml").await.text().contains("New dir."),
             "{freshness}: directory swapped"
         );
+        // ... and from then on the new directory is the one watched.
+        assert_eq!(server.get("/d/doc.xml").await.cache(), "hit", "{freshness}");
+        settle(freshness).await;
+        site.write(
+            "d/doc.xml",
+            &site
+                .read("d/doc.xml")
+                .replace("New dir.", "New dir. Edited."),
+        );
+        assert!(
+            server
+                .get("/d/doc.xml")
+                .await
+                .text()
+                .contains("New dir. Edited."),
+            "{freshness}: edited in the new directory"
+        );
 
         // A symlink re-pointed to another document.
         std::os::unix::fs::symlink("two.xml", site.root.join("link.xml")).unwrap();
