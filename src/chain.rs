@@ -6,12 +6,11 @@
 //! are skipped). [`Selection`] carries the chosen style and media so the
 //! AxKit rules (titles, media, config processors) slot in here later.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use crate::language::{Language, Registry};
 use crate::prolog::{Prolog, StylesheetPi};
-use crate::provider::{ConfinedPath, ProviderError, confine};
+use crate::provider::{ConfinedPath, FileProvider, ProviderError};
 
 /// The style and media a request asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -250,7 +249,7 @@ pub enum ProcessorOrder {
 pub fn select(
     prolog: &Prolog,
     doc: &str,
-    root: &Path,
+    files: &FileProvider,
     registry: &Registry,
     selection: &Selection,
     processors: &[Processor],
@@ -262,12 +261,12 @@ pub fn select(
             .filter(|p| p.when.holds(prolog, doc, selection))
             .map(|p| &p.pi)
             .collect();
-        build(pis, doc, root, registry, true)
+        build(pis, doc, files, registry, true)
     };
     if order == ProcessorOrder::Instead {
         return configured();
     }
-    let mut stages = build(applicable(prolog, selection), doc, root, registry, false)?;
+    let mut stages = build(applicable(prolog, selection), doc, files, registry, false)?;
     match order {
         ProcessorOrder::Fallback if stages.is_empty() => configured(),
         ProcessorOrder::Before => {
@@ -286,7 +285,7 @@ pub fn select(
 fn build(
     pis: Vec<&StylesheetPi>,
     doc: &str,
-    root: &Path,
+    files: &FileProvider,
     registry: &Registry,
     strict: bool,
 ) -> Result<Vec<StageSpec>, ChainError> {
@@ -311,7 +310,7 @@ fn build(
                     document: err_doc(),
                 });
             }
-            let resource = confine(root, doc).map_err(|_| ChainError::Missing {
+            let resource = files.confine(doc).map_err(|_| ChainError::Missing {
                 href: pi.href.clone(),
                 document: err_doc(),
             })?;
@@ -330,7 +329,7 @@ fn build(
                 document: err_doc(),
             });
         };
-        let resource = match confine(root, &url) {
+        let resource = match files.confine(&url) {
             Ok(p) => p,
             Err(ProviderError::NotFound(_)) => {
                 return Err(ChainError::Missing {
@@ -441,6 +440,7 @@ mod tests {
     fn chains_follow_document_order_skipping_alternates_and_unknown_types() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
+        let files = FileProvider::new(&root, crate::cache::Fingerprints::default()).unwrap();
         for f in ["a.xsl", "b.xsl", "c.xsl"] {
             std::fs::write(root.join(f), "x").unwrap();
         }
@@ -456,7 +456,7 @@ mod tests {
         let chain = select(
             &prolog,
             "/doc.xml",
-            &root,
+            &files,
             &Registry::default(),
             &Selection::default(),
             &[],
@@ -471,6 +471,7 @@ mod tests {
     fn missing_and_outside_stylesheets_are_errors() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
+        let files = FileProvider::new(&root, crate::cache::Fingerprints::default()).unwrap();
         let reg = Registry::default();
         let one = |href: &str| Prolog {
             stylesheets: vec![pi(href, "text/xsl", false)],
@@ -480,7 +481,7 @@ mod tests {
             select(
                 &one(href),
                 "/d.xml",
-                &root,
+                &files,
                 &reg,
                 &Selection::default(),
                 &[],
@@ -497,6 +498,7 @@ mod tests {
     fn processors_apply_only_when_no_pi_does() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
+        let files = FileProvider::new(&root, crate::cache::Fingerprints::default()).unwrap();
         for f in ["pi.xsl", "conf.xsl"] {
             std::fs::write(root.join(f), "x").unwrap();
         }
@@ -509,7 +511,7 @@ mod tests {
         };
         let sel = Selection::default();
         let rel = |p: &Prolog, order| -> Vec<String> {
-            select(p, "/d.xml", &root, &reg, &sel, &conf, order)
+            select(p, "/d.xml", &files, &reg, &sel, &conf, order)
                 .unwrap()
                 .iter()
                 .map(|s| s.resource.rel().to_string())
@@ -531,7 +533,7 @@ mod tests {
             select(
                 &none,
                 "/d.xml",
-                &root,
+                &files,
                 &reg,
                 &sel,
                 &unknown,

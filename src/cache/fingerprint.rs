@@ -1,15 +1,29 @@
-//! Memoized content hashes of files: the freshness check of every request.
+//! Memoized facts about files — content hashes and canonical paths — kept
+//! fresh by `stat`, or by the watcher: the freshness check of every request.
 //!
 //! Salsa-style verification with a stat as the revision: a file's hash is
 //! recomputed only when its `(mtime, ctime, size, inode)` stamp changes, so a
 //! cache hit costs one `stat` per file it depends on and never re-reads or
 //! re-hashes an unchanged file.
+//!
+//! In the `watch` freshness mode ([`Fingerprints::watch_with`]) an entry for
+//! a canonical path under the root also records the watcher's token for it,
+//! and is then checked with no `stat` at all: one non-blocking read of the
+//! change queue ([`Watcher::sync`]) and a comparison of counters. The same
+//! goes for canonicalization ([`Fingerprints::canonicalize`], which
+//! confinement uses): a path found to be canonical is remembered as such
+//! while nothing on its way from the root changes, which saves the
+//! `readlink` per path component that `realpath` costs. Paths with a
+//! symlink on the way are always checked the plain way: a link reached
+//! through another link could change without an event on either path.
 
 use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock, Weak};
 
 use super::key::ContentHash;
+use super::watch::{Token, Watcher};
 
 /// What a `stat` says about a file's identity and version.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -39,16 +53,47 @@ impl Stamp {
     }
 }
 
-/// A bounded memo `path → (stamp, content hash)`.
+/// A bounded memo `path → (stamp, content hash)`, and of paths known to be
+/// canonical.
 #[derive(Clone)]
 pub struct Fingerprints {
-    memo: moka::sync::Cache<PathBuf, (Stamp, ContentHash)>,
+    memo: moka::sync::Cache<PathBuf, Seen>,
+    canonical: moka::sync::Cache<PathBuf, Arc<Token>>,
+    watch: Arc<OnceLock<Watch>>,
+}
+
+/// The watcher that may vouch for entries, and the root it watches from.
+/// Weak: the watcher's change hook holds these fingerprints.
+struct Watch {
+    watcher: Weak<Watcher>,
+    root: PathBuf,
+}
+
+/// What is known about one file.
+#[derive(Clone)]
+struct Seen {
+    stamp: Stamp,
+    hash: ContentHash,
+    watched: Watched,
+}
+
+/// Whether the watcher vouches for a [`Seen`].
+#[derive(Clone)]
+enum Watched {
+    /// Not tried yet (or no watcher).
+    Untried,
+    /// Fresh while this token is unchanged.
+    Token(Arc<Token>),
+    /// Not watchable (outside the root, a symlink on the way, too many
+    /// directories): checked by `stat`.
+    Refused,
 }
 
 impl std::fmt::Debug for Fingerprints {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Fingerprints")
             .field("entries", &self.memo.entry_count())
+            .field("watching", &self.watch.get().is_some())
             .finish()
     }
 }
@@ -60,34 +105,130 @@ impl Default for Fingerprints {
 }
 
 impl Fingerprints {
-    /// A memo holding at most `capacity` files.
+    /// A memo holding at most `capacity` files (and as many canonical
+    /// paths).
     pub fn new(capacity: u64) -> Self {
         Fingerprints {
             memo: moka::sync::Cache::new(capacity),
+            canonical: moka::sync::Cache::new(capacity),
+            watch: Arc::new(OnceLock::new()),
         }
     }
 
-    /// The current content hash of `path`: one `stat`, plus a read when the
-    /// file changed since it was last hashed.
+    /// Lets `watcher` vouch for files under `root` (canonical) from now on,
+    /// in this memo and every clone of it. Only the first call counts.
+    pub fn watch_with(&self, watcher: &Arc<Watcher>, root: &Path) {
+        let _ = self.watch.set(Watch {
+            watcher: Arc::downgrade(watcher),
+            root: root.to_path_buf(),
+        });
+    }
+
+    /// The watcher, synced (every change completed before now applied), if
+    /// there is one.
+    fn synced(&self) -> Option<(Arc<Watcher>, &Path)> {
+        let watch = self.watch.get()?;
+        let watcher = watch.watcher.upgrade()?;
+        watcher.sync();
+        Some((watcher, &watch.root))
+    }
+
+    /// The current content hash of `path`: one `stat` (none when watched),
+    /// plus a read when the file changed since it was last hashed.
     pub fn hash(&self, path: &Path) -> io::Result<ContentHash> {
         Ok(self.stamped(path)?.1)
     }
 
     /// The stamp of `path` with the content hash it has under that stamp:
-    /// from the memo when the stamp matches, else by reading the file (the
-    /// stamp is taken before reading, so a write during the read shows as a
-    /// different stamp later).
+    /// from the memo when the watcher vouches for it or the stamp matches,
+    /// else by reading the file (the stamp is taken before reading, so a
+    /// write during the read shows as a different stamp later).
     pub fn stamped(&self, path: &Path) -> io::Result<(Stamp, ContentHash)> {
-        let stamp = Stamp::of(&std::fs::metadata(path)?);
-        if let Some((seen, hash)) = self.memo.get(path) {
-            if seen == stamp {
-                return Ok((stamp, hash));
+        let mut seen = self.memo.get(path);
+        if let Some(Seen {
+            stamp,
+            hash,
+            watched: Watched::Token(token),
+        }) = &seen
+        {
+            if let Some((watcher, _)) = self.synced() {
+                if watcher.unchanged(token) {
+                    return Ok((*stamp, *hash));
+                }
+                // Changed: the change hook may have forgotten the entry.
+                seen = self.memo.get(path);
             }
+        }
+        let stamp = Stamp::current(path)?;
+        if let Some(s) = seen.filter(|s| s.stamp == stamp) {
+            if matches!(s.watched, Watched::Untried | Watched::Token(_)) {
+                self.try_watch(path, stamp, s.hash);
+            }
+            return Ok((stamp, s.hash));
         }
         let bytes = std::fs::read(path)?;
         let hash = ContentHash::of(&bytes);
-        self.memo.insert(path.to_path_buf(), (stamp, hash));
+        self.memo.insert(
+            path.to_path_buf(),
+            Seen {
+                stamp,
+                hash,
+                watched: Watched::Untried,
+            },
+        );
+        self.try_watch(path, stamp, hash);
         Ok((stamp, hash))
+    }
+
+    /// Has the watcher vouch for `path` (seen with `stamp` and `hash`), if
+    /// it can: the path must be canonical and under the root, and its stamp
+    /// must still be `stamp` once watched (a change in between is caught).
+    fn try_watch(&self, path: &Path, stamp: Stamp, hash: ContentHash) {
+        let Some((watcher, root)) = self.synced() else {
+            return;
+        };
+        let token = (path.starts_with(root) && path.canonicalize().is_ok_and(|c| c == path))
+            .then(|| watcher.register(root, [path]))
+            .flatten();
+        let watched = match token {
+            Some(token) if Stamp::current(path).is_ok_and(|now| now == stamp) => {
+                Watched::Token(Arc::new(token))
+            }
+            Some(_) => return, // changed meanwhile: the next check sees it
+            None => Watched::Refused,
+        };
+        self.memo.insert(
+            path.to_path_buf(),
+            Seen {
+                stamp,
+                hash,
+                watched,
+            },
+        );
+    }
+
+    /// `std::fs::canonicalize(path)`, remembered for a canonical path under
+    /// the watched root while the watcher sees no change on its way.
+    pub fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
+        let Some((watcher, root)) = self.synced() else {
+            return path.canonicalize();
+        };
+        if let Some(token) = self.canonical.get(path) {
+            if watcher.unchanged(&token) {
+                return Ok(path.to_path_buf());
+            }
+            self.canonical.invalidate(path);
+        }
+        let canonical = path.canonicalize()?;
+        if canonical == path && path.starts_with(root) {
+            if let Some(token) = watcher.register(root, [path]) {
+                // Still canonical once watched: any later change shows.
+                if path.canonicalize().is_ok_and(|again| again == canonical) {
+                    self.canonical.insert(path.to_path_buf(), Arc::new(token));
+                }
+            }
+        }
+        Ok(canonical)
     }
 
     /// The stamp under which `path` was last seen to have content `hash`,
@@ -95,24 +236,37 @@ impl Fingerprints {
     pub fn stamp_for(&self, path: &Path, hash: &ContentHash) -> Option<Stamp> {
         self.memo
             .get(path)
-            .filter(|(_, h)| h == hash)
-            .map(|(stamp, _)| stamp)
+            .filter(|s| s.hash == *hash)
+            .map(|s| s.stamp)
     }
 
     /// Forgets what is known about `path` (it changed): the next check
     /// re-reads it even if its stamp looks the same.
     pub fn forget(&self, path: &Path) {
         self.memo.invalidate(path);
+        self.canonical.invalidate(path);
     }
 
     /// Reads `path`, returning its bytes and their hash, and memoizes the
     /// hash under the stamp taken *before* reading (a write during the read
     /// changes the stamp, so the next check re-hashes).
     pub fn read(&self, path: &Path) -> io::Result<(Vec<u8>, ContentHash)> {
-        let before = Stamp::of(&std::fs::metadata(path)?);
+        let before = Stamp::current(path)?;
         let bytes = std::fs::read(path)?;
         let hash = ContentHash::of(&bytes);
-        self.memo.insert(path.to_path_buf(), (before, hash));
+        // What the watcher vouched for still holds if nothing changed.
+        let watched = match self.memo.get(path) {
+            Some(s) if s.stamp == before && s.hash == hash => s.watched,
+            _ => Watched::Untried,
+        };
+        self.memo.insert(
+            path.to_path_buf(),
+            Seen {
+                stamp: before,
+                hash,
+                watched,
+            },
+        );
         Ok((bytes, hash))
     }
 }
@@ -149,5 +303,100 @@ mod tests {
         assert_eq!(f.stamp_for(&p, &hash), None);
         assert_eq!(f.stamped(&p).unwrap(), (stamp, hash));
         assert_eq!(f.stamp_for(&p, &hash), Some(stamp));
+    }
+
+    /// Fingerprints vouched for by a watcher on `root`, as the pipeline
+    /// wires them (the watcher forgets changed names).
+    fn watched(root: &Path) -> (Fingerprints, Arc<Watcher>) {
+        let f = Fingerprints::new(100);
+        let forget = f.clone();
+        let watcher =
+            Arc::new(Watcher::new(100, Some(Box::new(move |p: &Path| forget.forget(p)))).unwrap());
+        f.watch_with(&watcher, root);
+        (f, watcher)
+    }
+
+    fn vouched(f: &Fingerprints, p: &Path) -> bool {
+        f.memo
+            .get(p)
+            .is_some_and(|s| matches!(s.watched, Watched::Token(_)))
+    }
+
+    #[test]
+    fn watched_entries_see_every_change_without_a_stat() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir(root.join("sub")).unwrap();
+        let p = root.join("sub/a.xml");
+        std::fs::write(&p, "one").unwrap();
+        let (f, _watcher) = watched(&root);
+        assert_eq!(f.hash(&p).unwrap(), ContentHash::of(b"one"));
+        assert!(
+            vouched(&f, &p),
+            "a canonical path under the root is watched"
+        );
+        assert_eq!(f.hash(&p).unwrap(), ContentHash::of(b"one"));
+        // Written in place, same length: seen at once.
+        std::fs::write(&p, "two").unwrap();
+        assert_eq!(f.hash(&p).unwrap(), ContentHash::of(b"two"));
+        // Replaced by a rename.
+        std::fs::write(root.join("sub/.tmp"), "three").unwrap();
+        std::fs::rename(root.join("sub/.tmp"), &p).unwrap();
+        assert_eq!(f.hash(&p).unwrap(), ContentHash::of(b"three"));
+        // A directory on the way swapped for another.
+        std::fs::create_dir(root.join("next")).unwrap();
+        std::fs::write(root.join("next/a.xml"), "four").unwrap();
+        std::fs::rename(root.join("sub"), root.join("old")).unwrap();
+        std::fs::rename(root.join("next"), root.join("sub")).unwrap();
+        assert_eq!(f.hash(&p).unwrap(), ContentHash::of(b"four"));
+        assert!(vouched(&f, &p));
+        std::fs::remove_file(&p).unwrap();
+        assert!(f.hash(&p).is_err());
+    }
+
+    #[test]
+    fn paths_through_symlinks_are_checked_by_stat() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        for (d, text) in [("real", "one"), ("other", "two")] {
+            std::fs::create_dir(root.join(d)).unwrap();
+            std::fs::write(root.join(d).join("a.xml"), text).unwrap();
+        }
+        std::os::unix::fs::symlink("real", root.join("link")).unwrap();
+        let p = root.join("link/a.xml");
+        let (f, _watcher) = watched(&root);
+        assert_eq!(f.hash(&p).unwrap(), ContentHash::of(b"one"));
+        assert!(!vouched(&f, &p));
+        assert_eq!(f.canonicalize(&p).unwrap(), root.join("real/a.xml"));
+        std::fs::remove_file(root.join("link")).unwrap();
+        std::os::unix::fs::symlink("other", root.join("link")).unwrap();
+        assert_eq!(f.hash(&p).unwrap(), ContentHash::of(b"two"));
+        assert_eq!(f.canonicalize(&p).unwrap(), root.join("other/a.xml"));
+    }
+
+    #[test]
+    fn remembered_canonical_paths_follow_changes_on_their_way() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        for d in ["sub", "elsewhere"] {
+            std::fs::create_dir(root.join(d)).unwrap();
+            std::fs::write(root.join(d).join("a.xml"), d).unwrap();
+        }
+        let p = root.join("sub/a.xml");
+        let (f, _watcher) = watched(&root);
+        assert_eq!(f.canonicalize(&p).unwrap(), p);
+        assert!(f.canonical.get(&p).is_some(), "remembered");
+        assert_eq!(f.canonicalize(&p).unwrap(), p);
+        // The directory becomes a symlink: the path is no longer canonical.
+        std::fs::rename(root.join("sub"), root.join("gone")).unwrap();
+        std::os::unix::fs::symlink("elsewhere", root.join("sub")).unwrap();
+        assert_eq!(f.canonicalize(&p).unwrap(), root.join("elsewhere/a.xml"));
+        std::fs::remove_file(root.join("sub")).unwrap();
+        assert!(f.canonicalize(&p).is_err());
+        // Without a watcher nothing is remembered.
+        let plain = Fingerprints::new(10);
+        let q = root.join("elsewhere/a.xml");
+        assert_eq!(plain.canonicalize(&q).unwrap(), q);
+        assert!(plain.canonical.get(&q).is_none());
     }
 }

@@ -52,7 +52,7 @@ pub struct HotEntry<T> {
 /// The memo, bounded in bytes.
 pub struct HotMemo<T> {
     cache: moka::sync::Cache<FieldKey, Arc<HotEntry<T>>>,
-    watcher: Option<Watcher>,
+    watcher: Option<Arc<Watcher>>,
 }
 
 impl<T> std::fmt::Debug for HotMemo<T> {
@@ -79,7 +79,7 @@ impl<T: Clone + Weight + Send + Sync + 'static> HotMemo<T> {
     /// A memo holding at most `budget` bytes (values weighed by
     /// [`Weight`], plus their checks), checking entries by `stat`, or by
     /// `watcher` when there is one.
-    pub fn new(budget: u64, watcher: Option<Watcher>) -> Self {
+    pub fn new(budget: u64, watcher: Option<Arc<Watcher>>) -> Self {
         // Plain LRU: the memo is a recency shortcut in front of the store,
         // whose TinyLFU admission already decides what is worth keeping;
         // a second admission filter here turned most newly memoized
@@ -161,7 +161,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
         let a = root.join("a");
-        for watcher in [None, Some(Watcher::new(10, None).unwrap())] {
+        for watcher in [None, Some(Arc::new(Watcher::new(10, None).unwrap()))] {
             std::fs::write(&a, "1").unwrap();
             let memo = HotMemo::new(10_000, watcher);
             let key = FieldKeyBuilder::new("t").finish();
@@ -194,7 +194,7 @@ mod tests {
         std::fs::write(&a, "1").unwrap();
         let read_at = Stamp::current(&a).unwrap();
         std::fs::write(&a, "two").unwrap();
-        let memo = HotMemo::new(10_000, Some(Watcher::new(10, None).unwrap()));
+        let memo = HotMemo::new(10_000, Some(Arc::new(Watcher::new(10, None).unwrap())));
         let key = FieldKeyBuilder::new("t").finish();
         memo.put(key.clone(), 7u32, &root, vec![(a.clone(), read_at)]);
         assert_eq!(memo.get(&key), None);

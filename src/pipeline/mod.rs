@@ -308,7 +308,11 @@ impl Pipeline {
         };
         let outputs = size.saturating_sub(source_budget + hot_budget + trace_budget);
         let intermediates = if incremental { outputs / 32 } else { 0 };
-        let hot_watcher = watcher(config, &fingerprints);
+        let hot_watcher = watcher(config, &fingerprints).map(Arc::new);
+        if let Some(w) = &hot_watcher {
+            // Checks of sources, stylesheets and DTDs by watch, not stat.
+            fingerprints.watch_with(w, files.root());
+        }
         Ok(Pipeline {
             sources: CachingProvider::new(files.clone(), source_budget),
             files,
@@ -549,7 +553,7 @@ impl Pipeline {
         let specs = chain::select(
             &prolog,
             located.path.url(),
-            self.files.root(),
+            &self.files,
             req.registry.as_deref().unwrap_or(&self.registry),
             &req.selection,
             &req.processors,
@@ -888,7 +892,7 @@ impl InternalDocuments for Nested {
         let specs = chain::select(
             &prolog,
             located.path.url(),
-            self.files.root(),
+            &self.files,
             &self.registry,
             &Selection::default(),
             &[],

@@ -5,6 +5,7 @@ use std::borrow::Cow;
 use std::path::{Component, Path, PathBuf};
 
 use super::ProviderError;
+use crate::cache::Fingerprints;
 
 /// A path that exists, was canonicalized (symlinks resolved) and lies inside
 /// the root. Only [`confine`] and [`confine_url`] build one.
@@ -174,10 +175,28 @@ fn is_normal(raw: &str) -> bool {
 /// backslashes, and any path whose canonical form (after following
 /// symlinks) leaves the root. A path that does not exist is `NotFound`.
 pub fn confine(root: &Path, url_path: &str) -> Result<ConfinedPath, ProviderError> {
+    confine_with(root, url_path, |p| p.canonicalize())
+}
+
+/// [`confine`], canonicalizing through `fingerprints` (which remembers
+/// canonical paths while the watcher sees them unchanged).
+pub fn confine_in(
+    root: &Path,
+    url_path: &str,
+    fingerprints: &Fingerprints,
+) -> Result<ConfinedPath, ProviderError> {
+    confine_with(root, url_path, |p| fingerprints.canonicalize(p))
+}
+
+fn confine_with(
+    root: &Path,
+    url_path: &str,
+    canonicalize: impl Fn(&Path) -> std::io::Result<PathBuf>,
+) -> Result<ConfinedPath, ProviderError> {
     let decoded = percent_encoding::percent_decode_str(url_path)
         .decode_utf8()
         .map_err(|_| ProviderError::NotFound(url_path.to_string()))?;
-    confine_decoded(root, &decoded, url_path)
+    confine_decoded(root, &decoded, url_path, canonicalize)
 }
 
 /// Confines a URL that libxml2 built for a load to `root`.
@@ -189,6 +208,23 @@ pub fn confine(root: &Path, url_path: &str) -> Result<ConfinedPath, ProviderErro
 /// filesystem path that lies under the root is also accepted. Other
 /// schemes and relative URLs are refused.
 pub fn confine_url(root: &Path, url: &str) -> Result<ConfinedPath, ProviderError> {
+    confine_url_with(root, url, |p| p.canonicalize())
+}
+
+/// [`confine_url`], canonicalizing through `fingerprints`.
+pub fn confine_url_in(
+    root: &Path,
+    url: &str,
+    fingerprints: &Fingerprints,
+) -> Result<ConfinedPath, ProviderError> {
+    confine_url_with(root, url, |p| fingerprints.canonicalize(p))
+}
+
+fn confine_url_with(
+    root: &Path,
+    url: &str,
+    canonicalize: impl Fn(&Path) -> std::io::Result<PathBuf>,
+) -> Result<ConfinedPath, ProviderError> {
     let path = if let Some(rest) = url.strip_prefix("file://") {
         // file:///path or file://localhost/path
         rest.strip_prefix("localhost").unwrap_or(rest)
@@ -209,13 +245,14 @@ pub fn confine_url(root: &Path, url: &str) -> Result<ConfinedPath, ProviderError
         Ok(inside) => format!("/{}", inside.display()),
         Err(_) => decoded.into_owned(),
     };
-    confine_decoded(root, &rel, url)
+    confine_decoded(root, &rel, url, canonicalize)
 }
 
 fn confine_decoded(
     root: &Path,
     decoded: &str,
     original: &str,
+    canonicalize: impl Fn(&Path) -> std::io::Result<PathBuf>,
 ) -> Result<ConfinedPath, ProviderError> {
     if decoded.contains('\0') || decoded.contains('\\') {
         return Err(ProviderError::Outside(original.to_string()));
@@ -231,7 +268,7 @@ fn confine_decoded(
         }
     }
     let joined = root.join(&rel);
-    let abs = match joined.canonicalize() {
+    let abs = match canonicalize(&joined) {
         Ok(abs) => abs,
         Err(_) => return Err(ProviderError::NotFound(original.to_string())),
     };

@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 
 use super::{
-    ConfinedPath, Located, Provider, ProviderError, ResourceKind, Source, confine, confine_url,
+    ConfinedPath, Located, Provider, ProviderError, ResourceKind, Source, confine_in,
+    confine_url_in,
 };
 use crate::cache::{ContentHash, Dep, Fingerprints};
 use crate::ffi::{Loaded, Resolver};
@@ -45,6 +46,12 @@ impl FileProvider {
         &self.fingerprints
     }
 
+    /// [`confine`](super::confine)s a URL path to this root (remembering
+    /// canonical paths while they are watched).
+    pub fn confine(&self, url_path: &str) -> Result<ConfinedPath, ProviderError> {
+        confine_in(&self.root, url_path, &self.fingerprints)
+    }
+
     /// A resolver confined to this root that records what it reads.
     pub fn resolver(&self) -> Arc<RootResolver> {
         self.resolver_with(None)
@@ -71,7 +78,7 @@ fn unreadable(path: &ConfinedPath, err: &std::io::Error) -> ProviderError {
 
 impl Provider for FileProvider {
     fn locate(&self, url_path: &str) -> Result<Located, ProviderError> {
-        let path = confine(&self.root, url_path)?;
+        let path = self.confine(url_path)?;
         let meta = std::fs::metadata(path.as_path()).map_err(|e| unreadable(&path, &e))?;
         if meta.is_dir() {
             return Ok(Located {
@@ -209,7 +216,7 @@ impl Resolver for RootResolver {
                 }
             };
         }
-        let path = confine_url(&self.root, url).map_err(|e| match e {
+        let path = confine_url_in(&self.root, url, &self.fingerprints).map_err(|e| match e {
             ProviderError::Outside(_) => {
                 "refused to load a file outside the document root".to_string()
             }
@@ -227,7 +234,7 @@ impl Resolver for RootResolver {
         if url.starts_with(crate::ffi::INTERNAL_SCHEME) {
             return false;
         }
-        let Ok(path) = confine_url(&self.root, url) else {
+        let Ok(path) = confine_url_in(&self.root, url, &self.fingerprints) else {
             return false;
         };
         match self.fingerprints.hash(path.as_path()) {

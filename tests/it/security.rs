@@ -179,6 +179,45 @@ async fn a_malformed_stylesheet_is_500_naming_the_stylesheet_and_line() {
 }
 
 /// External entities and `document()` reach only files inside the root.
+/// A directory served from, then replaced by a symlink out of the root: no
+/// remembered path (canonical paths are remembered while watched) lets the
+/// next request through.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_directory_swapped_for_a_symlink_out_of_the_root_is_refused_at_once() {
+    let site = TestSite::new();
+    let outside = site.outside().join("d");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("plain.txt"), SECRET).unwrap();
+    std::fs::write(
+        outside.join("doc.xml"),
+        site.read("one.xml")
+            .replace("s/upper.xsl", "/s/upper.xsl")
+            .replace("one stage", SECRET),
+    )
+    .unwrap();
+    for mode in MODES {
+        site.write("d/plain.txt", "inside");
+        site.write(
+            "d/doc.xml",
+            &site.read("one.xml").replace("s/upper.xsl", "/s/upper.xsl"),
+        );
+        let server = TestServer::start(&site.root, mode).await;
+        assert_eq!(server.get("/d/plain.txt").await.text(), "inside", "{mode}");
+        assert_eq!(server.get("/d/doc.xml").await.text(), ONE_BODY, "{mode}");
+        assert_eq!(server.get("/d/doc.xml").await.text(), ONE_BODY, "{mode}");
+        std::fs::rename(site.root.join("d"), site.root.join("d-old")).unwrap();
+        std::os::unix::fs::symlink(&outside, site.root.join("d")).unwrap();
+        for path in ["/d/plain.txt", "/d/doc.xml"] {
+            let r = server.get(path).await;
+            assert_error_page(&r, 404, "Not found", &site, &format!("{mode} GET {path}"));
+            assert!(!r.text().contains(SECRET), "{mode} {path}");
+        }
+        assert_still_serving(&server, "/d/doc.xml").await;
+        std::fs::remove_file(site.root.join("d")).unwrap();
+        std::fs::remove_dir_all(site.root.join("d-old")).unwrap();
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn external_entities_and_document_reach_only_files_inside_the_root() {
     let site = TestSite::new();
