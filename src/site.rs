@@ -279,7 +279,7 @@ pub struct SiteConfig {
     source: Option<PathBuf>,
     /// Merged locations by the sections they merge (prefix chains, so few;
     /// a plain map: this is read on every request).
-    merged: Arc<RwLock<HashMap<Vec<usize>, Arc<Location>>>>,
+    merged: Arc<RwLock<MergedMemo>>,
 }
 
 impl SiteConfig {
@@ -522,6 +522,10 @@ impl SiteConfig {
 }
 
 /// Does a location prefix cover this URL path (on segment boundaries)?
+/// The merged locations by the sections they merge (foldhash: looked up
+/// on every request).
+type MergedMemo = HashMap<Vec<usize>, Arc<Location>, foldhash::quality::RandomState>;
+
 /// Bound of the merged-location memo (it holds one entry per distinct set
 /// of matching sections, which nested prefixes keep small).
 const MAX_MERGED: usize = 1024;
