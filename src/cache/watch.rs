@@ -277,7 +277,13 @@ impl Watcher {
             // The same directory reached under another spelling (a
             // symlink) gives the same descriptor: one entry per descriptor.
             if let Some(old) = inner.by_wd.insert(wd.clone(), dir.to_path_buf()) {
-                inner.dirs.remove(&old);
+                // Tokens over the old spelling's names would never see
+                // another event: they are stale from now on.
+                if let Some(gone) = inner.dirs.remove(&old) {
+                    for counter in gone.names.values() {
+                        counter.fetch_add(1, Ordering::AcqRel);
+                    }
+                }
             }
             inner.dirs.insert(
                 dir.to_path_buf(),
@@ -337,6 +343,27 @@ mod tests {
         let t = w.register(&root, [x.as_path()]).unwrap();
         std::fs::remove_file(&x).unwrap();
         assert!(!fresh(&w, &t));
+    }
+
+    #[test]
+    fn a_directory_watched_under_a_second_spelling_leaves_no_deaf_token() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir(root.join("real")).unwrap();
+        std::fs::write(root.join("real/x.xml"), "1").unwrap();
+        std::os::unix::fs::symlink("real", root.join("link")).unwrap();
+        let w = Watcher::new(100, None).unwrap();
+        let t = w
+            .register(&root, [root.join("real/x.xml").as_path()])
+            .unwrap();
+        // The same directory through the symlink: one watch, one entry.
+        let u = w
+            .register(&root, [root.join("link/x.xml").as_path()])
+            .unwrap();
+        assert!(fresh(&w, &u));
+        std::fs::write(root.join("real/x.xml"), "2").unwrap();
+        assert!(!fresh(&w, &t), "the first token is not left deaf");
+        assert!(!fresh(&w, &u));
     }
 
     #[test]
