@@ -58,8 +58,21 @@ impl Stamp {
 #[derive(Clone)]
 pub struct Fingerprints {
     memo: moka::sync::Cache<PathBuf, Seen>,
-    canonical: moka::sync::Cache<PathBuf, Arc<Token>>,
+    /// What is known of paths' canonicity.
+    canonical: moka::sync::Cache<PathBuf, Canon>,
     watch: Arc<OnceLock<Watch>>,
+}
+
+/// Whether a path is canonical (under the root), as far as known.
+#[derive(Clone)]
+enum Canon {
+    /// Seen canonical once: watched when seen again.
+    Once,
+    /// Not canonical (a symlink on the way) or outside the root: always
+    /// checked by `realpath`.
+    Not,
+    /// Canonical while this token is unchanged.
+    Watched(Arc<Token>),
 }
 
 /// The watcher that may vouch for entries, and the root it watches from.
@@ -110,7 +123,9 @@ impl Fingerprints {
     pub fn new(capacity: u64) -> Self {
         Fingerprints {
             memo: moka::sync::Cache::new(capacity),
-            canonical: moka::sync::Cache::new(capacity),
+            // Stylesheets, DTD files and documents asked for again: a
+            // quarter of the files is plenty.
+            canonical: moka::sync::Cache::new((capacity / 4).max(16)),
             watch: Arc::new(OnceLock::new()),
         }
     }
@@ -168,6 +183,8 @@ impl Fingerprints {
         }
         let bytes = std::fs::read(path)?;
         let hash = ContentHash::of(&bytes);
+        // Watched only when checked again: a file seen once (most documents
+        // of a big site) costs no watch.
         self.memo.insert(
             path.to_path_buf(),
             Seen {
@@ -176,23 +193,27 @@ impl Fingerprints {
                 watched: Watched::Untried,
             },
         );
-        self.try_watch(path, stamp, hash);
         Ok((stamp, hash))
     }
 
     /// Has the watcher vouch for `path` (seen with `stamp` and `hash`), if
     /// it can: the path must be canonical and under the root, and its stamp
-    /// must still be `stamp` once watched (a change in between is caught).
+    /// must still be `stamp` while its token is unchanged (a change in
+    /// between is caught either way).
     fn try_watch(&self, path: &Path, stamp: Stamp, hash: ContentHash) {
         let Some((watcher, root)) = self.synced() else {
             return;
         };
-        let token = (path.starts_with(root) && path.canonicalize().is_ok_and(|c| c == path))
-            .then(|| watcher.register(root, [path]))
-            .flatten();
+        // The file is checked for the second time: watched now.
+        let token = match self.canonical.get(path) {
+            Some(Canon::Watched(token)) if watcher.unchanged(&token) => Some(token),
+            Some(Canon::Not) => None,
+            _ if !path.starts_with(root) => None,
+            _ => self.watch_canonical(&watcher, root, path),
+        };
         let watched = match token {
             Some(token) if Stamp::current(path).is_ok_and(|now| now == stamp) => {
-                Watched::Token(Arc::new(token))
+                Watched::Token(token)
             }
             Some(_) => return, // changed meanwhile: the next check sees it
             None => Watched::Refused,
@@ -207,28 +228,61 @@ impl Fingerprints {
         );
     }
 
-    /// `std::fs::canonicalize(path)`, remembered for a canonical path under
-    /// the watched root while the watcher sees no change on its way.
+    /// Notes whether `path` (whose `realpath` is `canonical`) is canonical
+    /// and under the root. Nothing is watched yet: a path seen once (most
+    /// documents of a big site) costs no watch.
+    fn first_sighting(&self, root: &Path, path: &Path, canonical: &Path) {
+        let canon = if canonical == path && path.starts_with(root) {
+            Canon::Once
+        } else {
+            Canon::Not
+        };
+        self.canonical.insert(path.to_path_buf(), canon);
+    }
+
+    /// Registers `path` (seen canonical before) with the watcher and
+    /// verifies by one `realpath` that it still is (a change after
+    /// registering shows in the token); the token is remembered and shared
+    /// by both memos.
+    fn watch_canonical(&self, watcher: &Watcher, root: &Path, path: &Path) -> Option<Arc<Token>> {
+        let token = Arc::new(watcher.register(root, [path])?);
+        if path.canonicalize().ok()? != path {
+            self.canonical.insert(path.to_path_buf(), Canon::Not);
+            return None;
+        }
+        self.canonical
+            .insert(path.to_path_buf(), Canon::Watched(Arc::clone(&token)));
+        Some(token)
+    }
+
+    /// `std::fs::canonicalize(path)`; for a canonical path under the
+    /// watched root seen more than once, no `realpath` while the watcher
+    /// sees no change on its way.
     pub fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
+        let Some(watch) = self.watch.get() else {
+            return path.canonicalize();
+        };
+        let known = match self.canonical.get(path) {
+            Some(Canon::Not) => return path.canonicalize(),
+            Some(known) => known,
+            None => {
+                // First sighting: no watch, no sync.
+                let canonical = path.canonicalize()?;
+                self.first_sighting(&watch.root, path, &canonical);
+                return Ok(canonical);
+            }
+        };
         let Some((watcher, root)) = self.synced() else {
             return path.canonicalize();
         };
-        if let Some(token) = self.canonical.get(path) {
-            if watcher.unchanged(&token) {
-                return Ok(path.to_path_buf());
-            }
-            self.canonical.invalidate(path);
+        let fresh = match known {
+            Canon::Watched(token) => watcher.unchanged(&token),
+            _ => false,
+        };
+        if fresh || self.watch_canonical(&watcher, root, path).is_some() {
+            return Ok(path.to_path_buf());
         }
-        let canonical = path.canonicalize()?;
-        if canonical == path && path.starts_with(root) {
-            if let Some(token) = watcher.register(root, [path]) {
-                // Still canonical once watched: any later change shows.
-                if path.canonicalize().is_ok_and(|again| again == canonical) {
-                    self.canonical.insert(path.to_path_buf(), Arc::new(token));
-                }
-            }
-        }
-        Ok(canonical)
+        path.canonicalize()
     }
 
     /// The stamp under which `path` was last seen to have content `hash`,
@@ -331,10 +385,9 @@ mod tests {
         std::fs::write(&p, "one").unwrap();
         let (f, _watcher) = watched(&root);
         assert_eq!(f.hash(&p).unwrap(), ContentHash::of(b"one"));
-        assert!(
-            vouched(&f, &p),
-            "a canonical path under the root is watched"
-        );
+        assert!(!vouched(&f, &p), "seen once: not watched yet");
+        assert_eq!(f.hash(&p).unwrap(), ContentHash::of(b"one"));
+        assert!(vouched(&f, &p), "a canonical path seen again is watched");
         assert_eq!(f.hash(&p).unwrap(), ContentHash::of(b"one"));
         // Written in place, same length: seen at once.
         std::fs::write(&p, "two").unwrap();
@@ -348,6 +401,7 @@ mod tests {
         std::fs::write(root.join("next/a.xml"), "four").unwrap();
         std::fs::rename(root.join("sub"), root.join("old")).unwrap();
         std::fs::rename(root.join("next"), root.join("sub")).unwrap();
+        assert_eq!(f.hash(&p).unwrap(), ContentHash::of(b"four"));
         assert_eq!(f.hash(&p).unwrap(), ContentHash::of(b"four"));
         assert!(vouched(&f, &p));
         std::fs::remove_file(&p).unwrap();
@@ -384,8 +438,11 @@ mod tests {
         }
         let p = root.join("sub/a.xml");
         let (f, _watcher) = watched(&root);
+        let watched = |q: &Path| matches!(f.canonical.get(q), Some(Canon::Watched(_)));
         assert_eq!(f.canonicalize(&p).unwrap(), p);
-        assert!(f.canonical.get(&p).is_some(), "remembered");
+        assert!(!watched(&p), "seen once");
+        assert_eq!(f.canonicalize(&p).unwrap(), p);
+        assert!(watched(&p), "seen again: remembered while watched");
         assert_eq!(f.canonicalize(&p).unwrap(), p);
         // The directory becomes a symlink: the path is no longer canonical.
         std::fs::rename(root.join("sub"), root.join("gone")).unwrap();
@@ -396,6 +453,7 @@ mod tests {
         // Without a watcher nothing is remembered.
         let plain = Fingerprints::new(10);
         let q = root.join("elsewhere/a.xml");
+        assert_eq!(plain.canonicalize(&q).unwrap(), q);
         assert_eq!(plain.canonicalize(&q).unwrap(), q);
         assert!(plain.canonical.get(&q).is_none());
     }
