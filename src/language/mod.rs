@@ -27,7 +27,7 @@ use bytes::Bytes;
 
 use crate::ffi::{DoctypeIds, Limits, XmlDoc, XmlError};
 use crate::prolog::Doctype;
-use crate::provider::{RootResolver, confine_in};
+use crate::provider::{RootResolver, confine};
 
 /// A kind of pipeline stage (XSLT, passthru, a plug-in).
 pub trait Language: Send + Sync + 'static {
@@ -162,7 +162,7 @@ fn read_relative(
 ) -> Result<Vec<u8>, LanguageError> {
     let url = crate::chain::resolve_href(base_url, href)
         .ok_or_else(|| LanguageError::Failed(format!("{href} leaves the document root")))?;
-    let path = confine_in(resolver.root(), &url, resolver.fingerprints())
+    let path = confine(resolver.root(), &url, resolver.fingerprints())
         .map_err(|e| LanguageError::Failed(e.to_string()))?;
     resolver
         .read_recorded(&path)

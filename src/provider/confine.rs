@@ -174,29 +174,18 @@ fn is_normal(raw: &str) -> bool {
 /// Refused: NUL bytes (raw or encoded), `..` components (raw or encoded),
 /// backslashes, and any path whose canonical form (after following
 /// symlinks) leaves the root. A path that does not exist is `NotFound`.
-pub fn confine(root: &Path, url_path: &str) -> Result<ConfinedPath, ProviderError> {
-    confine_with(root, url_path, |p| p.canonicalize())
-}
-
-/// [`confine`], canonicalizing through `fingerprints` (which remembers
-/// canonical paths while the watcher sees them unchanged).
-pub fn confine_in(
+///
+/// Canonicalization goes through `fingerprints`, which remembers canonical
+/// paths while its watcher (if any) sees them unchanged.
+pub fn confine(
     root: &Path,
     url_path: &str,
     fingerprints: &Fingerprints,
 ) -> Result<ConfinedPath, ProviderError> {
-    confine_with(root, url_path, |p| fingerprints.canonicalize(p))
-}
-
-fn confine_with(
-    root: &Path,
-    url_path: &str,
-    canonicalize: impl Fn(&Path) -> std::io::Result<PathBuf>,
-) -> Result<ConfinedPath, ProviderError> {
     let decoded = percent_encoding::percent_decode_str(url_path)
         .decode_utf8()
         .map_err(|_| ProviderError::NotFound(url_path.to_string()))?;
-    confine_decoded(root, &decoded, url_path, canonicalize)
+    confine_decoded(root, &decoded, url_path, fingerprints)
 }
 
 /// Confines a URL that libxml2 built for a load to `root`.
@@ -207,23 +196,10 @@ fn confine_with(
 /// under the root, never against the filesystem's `/`. An absolute
 /// filesystem path that lies under the root is also accepted. Other
 /// schemes and relative URLs are refused.
-pub fn confine_url(root: &Path, url: &str) -> Result<ConfinedPath, ProviderError> {
-    confine_url_with(root, url, |p| p.canonicalize())
-}
-
-/// [`confine_url`], canonicalizing through `fingerprints`.
-pub fn confine_url_in(
+pub fn confine_url(
     root: &Path,
     url: &str,
     fingerprints: &Fingerprints,
-) -> Result<ConfinedPath, ProviderError> {
-    confine_url_with(root, url, |p| fingerprints.canonicalize(p))
-}
-
-fn confine_url_with(
-    root: &Path,
-    url: &str,
-    canonicalize: impl Fn(&Path) -> std::io::Result<PathBuf>,
 ) -> Result<ConfinedPath, ProviderError> {
     let path = if let Some(rest) = url.strip_prefix("file://") {
         // file:///path or file://localhost/path
@@ -245,14 +221,14 @@ fn confine_url_with(
         Ok(inside) => format!("/{}", inside.display()),
         Err(_) => decoded.into_owned(),
     };
-    confine_decoded(root, &rel, url, canonicalize)
+    confine_decoded(root, &rel, url, fingerprints)
 }
 
 fn confine_decoded(
     root: &Path,
     decoded: &str,
     original: &str,
-    canonicalize: impl Fn(&Path) -> std::io::Result<PathBuf>,
+    fingerprints: &Fingerprints,
 ) -> Result<ConfinedPath, ProviderError> {
     if decoded.contains('\0') || decoded.contains('\\') {
         return Err(ProviderError::Outside(original.to_string()));
@@ -268,7 +244,7 @@ fn confine_decoded(
         }
     }
     let joined = root.join(&rel);
-    let abs = match canonicalize(&joined) {
+    let abs = match fingerprints.canonicalize(&joined) {
         Ok(abs) => abs,
         Err(_) => return Err(ProviderError::NotFound(original.to_string())),
     };
@@ -290,6 +266,15 @@ fn confine_decoded(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Confinement with a memo that has no watcher (plain `realpath`).
+    fn confine_plain(root: &Path, url_path: &str) -> Result<ConfinedPath, ProviderError> {
+        confine(root, url_path, &Fingerprints::new(16))
+    }
+
+    fn confine_url_plain(root: &Path, url: &str) -> Result<ConfinedPath, ProviderError> {
+        confine_url(root, url, &Fingerprints::new(16))
+    }
 
     fn site() -> (tempfile::TempDir, PathBuf) {
         let dir = tempfile::tempdir().unwrap();
@@ -345,16 +330,16 @@ mod tests {
     #[test]
     fn inside_paths_are_confined() {
         let (_d, root) = site();
-        let p = confine(&root, "/sub/a.xml").unwrap();
+        let p = confine_plain(&root, "/sub/a.xml").unwrap();
         assert_eq!(p.rel(), "/sub/a.xml");
-        assert_eq!(confine(&root, "/sub/%61.xml").unwrap(), p);
-        assert_eq!(confine(&root, "/./sub//a.xml").unwrap(), p);
+        assert_eq!(confine_plain(&root, "/sub/%61.xml").unwrap(), p);
+        assert_eq!(confine_plain(&root, "/./sub//a.xml").unwrap(), p);
         assert_eq!(
-            confine(&root, "/in.xml").unwrap(),
+            confine_plain(&root, "/in.xml").unwrap(),
             p,
             "a symlink inside the root is fine"
         );
-        assert_eq!(confine(&root, "/").unwrap().rel(), "/");
+        assert_eq!(confine_plain(&root, "/").unwrap().rel(), "/");
     }
 
     #[test]
@@ -390,10 +375,10 @@ mod tests {
     fn url_round_trips_names_with_percent_and_spaces() {
         let (_d, root) = site();
         std::fs::write(root.join("100% a#b.xml"), "<a/>").unwrap();
-        let p = confine(&root, "/100%25%20a%23b.xml").unwrap();
+        let p = confine_plain(&root, "/100%25%20a%23b.xml").unwrap();
         assert_eq!(p.rel(), "/100% a#b.xml");
         assert_eq!(p.url(), "/100%25%20a%23b.xml");
-        assert_eq!(confine(&root, p.url()).unwrap(), p);
+        assert_eq!(confine_plain(&root, p.url()).unwrap(), p);
     }
 
     #[test]
@@ -410,18 +395,18 @@ mod tests {
             "/..%5csecret.txt",
             "/%ff%fe",
         ] {
-            let err = confine(&root, bad).unwrap_err();
+            let err = confine_plain(&root, bad).unwrap_err();
             assert!(
                 matches!(err, ProviderError::Outside(_) | ProviderError::NotFound(_)),
                 "{bad}: {err:?}"
             );
         }
         assert!(matches!(
-            confine(&root, "/out.txt"),
+            confine_plain(&root, "/out.txt"),
             Err(ProviderError::Outside(_))
         ));
         assert!(matches!(
-            confine(&root, "/nope.xml"),
+            confine_plain(&root, "/nope.xml"),
             Err(ProviderError::NotFound(_))
         ));
     }
@@ -431,22 +416,26 @@ mod tests {
         let (dir, root) = site();
         let inside = root.join("sub/a.xml");
         assert_eq!(
-            confine_url(&root, inside.to_str().unwrap()).unwrap().rel(),
-            "/sub/a.xml"
-        );
-        assert_eq!(
-            confine_url(&root, &format!("file://{}", inside.display()))
+            confine_url_plain(&root, inside.to_str().unwrap())
                 .unwrap()
                 .rel(),
             "/sub/a.xml"
         );
         assert_eq!(
-            confine_url(&root, "/sub/a.xml").unwrap().rel(),
+            confine_url_plain(&root, &format!("file://{}", inside.display()))
+                .unwrap()
+                .rel(),
+            "/sub/a.xml"
+        );
+        assert_eq!(
+            confine_url_plain(&root, "/sub/a.xml").unwrap().rel(),
             "/sub/a.xml",
             "root-relative"
         );
         assert_eq!(
-            confine_url(&root, "file:///sub/%61.xml").unwrap().rel(),
+            confine_url_plain(&root, "file:///sub/%61.xml")
+                .unwrap()
+                .rel(),
             "/sub/a.xml"
         );
         for bad in [
@@ -459,7 +448,7 @@ mod tests {
             format!("{}/../secret.txt", root.display()),
             root.join("out.txt").display().to_string(),
         ] {
-            assert!(confine_url(&root, &bad).is_err(), "{bad}");
+            assert!(confine_url_plain(&root, &bad).is_err(), "{bad}");
         }
     }
 }

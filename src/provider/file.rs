@@ -7,8 +7,7 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 
 use super::{
-    ConfinedPath, Located, Provider, ProviderError, ResourceKind, Source, confine_in,
-    confine_url_in,
+    ConfinedPath, Located, Provider, ProviderError, ResourceKind, Source, confine, confine_url,
 };
 use crate::cache::{ContentHash, Dep, Fingerprints};
 use crate::ffi::{Loaded, Resolver};
@@ -49,7 +48,7 @@ impl FileProvider {
     /// [`confine`](super::confine)s a URL path to this root (remembering
     /// canonical paths while they are watched).
     pub fn confine(&self, url_path: &str) -> Result<ConfinedPath, ProviderError> {
-        confine_in(&self.root, url_path, &self.fingerprints)
+        confine(&self.root, url_path, &self.fingerprints)
     }
 
     /// A resolver confined to this root that records what it reads.
@@ -216,7 +215,7 @@ impl Resolver for RootResolver {
                 }
             };
         }
-        let path = confine_url_in(&self.root, url, &self.fingerprints).map_err(|e| match e {
+        let path = confine_url(&self.root, url, &self.fingerprints).map_err(|e| match e {
             ProviderError::Outside(_) => {
                 "refused to load a file outside the document root".to_string()
             }
@@ -234,7 +233,7 @@ impl Resolver for RootResolver {
         if url.starts_with(crate::ffi::INTERNAL_SCHEME) {
             return false;
         }
-        let Ok(path) = confine_url_in(&self.root, url, &self.fingerprints) else {
+        let Ok(path) = confine_url(&self.root, url, &self.fingerprints) else {
             return false;
         };
         match self.fingerprints.hash(path.as_path()) {

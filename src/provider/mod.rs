@@ -12,10 +12,7 @@ mod confine;
 mod file;
 mod memory;
 
-pub use confine::{
-    ConfinedPath, RequestPath, confine, confine_in, confine_url, confine_url_in,
-    normalize_request_path,
-};
+pub use confine::{ConfinedPath, RequestPath, confine, confine_url, normalize_request_path};
 pub use file::{FileProvider, InternalDocuments, RootResolver};
 pub use memory::CachingProvider;
 
