@@ -50,6 +50,15 @@ struct Dir {
     names: HashMap<OsString, Counter>,
 }
 
+impl Dir {
+    /// Marks every name as changed: tokens over any of them are stale.
+    fn bump_all(&self) {
+        for counter in self.names.values() {
+            counter.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+}
+
 struct Inner {
     inotify: Inotify,
     dirs: HashMap<std::path::PathBuf, Dir>,
@@ -173,11 +182,7 @@ impl Watcher {
                             stale.push(path.join(name));
                         }
                     }
-                    _ => {
-                        for counter in dir.names.values() {
-                            counter.fetch_add(1, Ordering::AcqRel);
-                        }
-                    }
+                    _ => dir.bump_all(),
                 }
                 if event.mask.contains(EventMask::IGNORED) {
                     // The watch is gone (directory deleted or unmounted):
@@ -203,14 +208,8 @@ impl Watcher {
         by_wd: &mut HashMap<WatchDescriptor, std::path::PathBuf>,
         top: &Path,
     ) {
-        let below: Vec<_> = dirs
-            .keys()
-            .filter(|d| d.starts_with(top))
-            .cloned()
-            .collect();
-        if below.is_empty() {
-            return;
-        }
+        // One watch per entry of each map: the descriptors tell which.
+        let mut below = Vec::new();
         by_wd.retain(|wd, path| {
             if !path.starts_with(top) {
                 return true;
@@ -218,13 +217,12 @@ impl Watcher {
             // Fails when the directory is gone already; either way no
             // more events come from it.
             let _ = inotify.watches().remove(wd.clone());
+            below.push(std::mem::take(path));
             false
         });
         for d in below {
             if let Some(dir) = dirs.remove(&d) {
-                for counter in dir.names.values() {
-                    counter.fetch_add(1, Ordering::AcqRel);
-                }
+                dir.bump_all();
             }
         }
     }
@@ -280,9 +278,7 @@ impl Watcher {
                 // Tokens over the old spelling's names would never see
                 // another event: they are stale from now on.
                 if let Some(gone) = inner.dirs.remove(&old) {
-                    for counter in gone.names.values() {
-                        counter.fetch_add(1, Ordering::AcqRel);
-                    }
+                    gone.bump_all();
                 }
             }
             inner.dirs.insert(
