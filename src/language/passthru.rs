@@ -29,4 +29,8 @@ impl Stage for Passthru {
         let content_type = ctx.is_final.then(|| "text/xml; charset=UTF-8".to_string());
         Ok(StageOutput { data, content_type })
     }
+
+    fn runs_inline(&self) -> bool {
+        true
+    }
 }

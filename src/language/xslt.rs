@@ -67,6 +67,12 @@ impl Stage for XsltStage {
             })
         }
     }
+
+    /// libxslt reads only local files (through the confined resolver) and
+    /// renders `axle:` documents without entering the runtime.
+    fn runs_inline(&self) -> bool {
+        true
+    }
 }
 
 /// The Content-Type of a final XSLT stage: `media-type` when given, else by

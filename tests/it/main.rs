@@ -9,5 +9,6 @@ mod cli;
 mod concurrency;
 mod freshness;
 mod http;
+mod inline;
 mod samples;
 mod security;
