@@ -224,12 +224,6 @@ impl Stage for NumberedStage {
             content_type: ctx.is_final.then(|| "text/xml; charset=UTF-8".to_string()),
         })
     }
-
-    /// Pure computation on the input: once measured to be cheap, it may
-    /// run on the connection thread rather than wait for a pool thread.
-    fn runs_inline(&self) -> bool {
-        true
-    }
 }
 
 /// The whole transformation: parse, number, serialize.

@@ -16,8 +16,7 @@
 //! benchmark's `dynamic` scenario (`benches/load/run.sh`).
 //!
 //! Usage: `cargo run --release --example dynamic_source -- [--root DIR]
-//! [--listen ADDR] [--cache off|all|incremental] [--document URL-PATH]
-//! [--inline-below MICROSECONDS]`;
+//! [--listen ADDR] [--cache off|all|incremental] [--document URL-PATH]`;
 //! `--document` names the document under the root to generate the source
 //! from (default `/articles/xml-pipelines.xml`; it must have
 //! `<?xml-stylesheet?>` PIs). It prints the address like `axle serve` does
@@ -216,7 +215,6 @@ fn main() -> ExitCode {
     let mut listen: SocketAddr = SocketAddr::from(([127, 0, 0, 1], 8080));
     let mut cache = CacheMode::Incremental;
     let mut document = ARTICLE.to_string();
-    let mut inline_below = axle::config::DEFAULT_INLINE_BELOW;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let value = args.next();
@@ -241,32 +239,44 @@ fn main() -> ExitCode {
                 }
             }
             ("--document", Some(v)) if v.starts_with('/') => document = v,
-            ("--inline-below", Some(v)) => match v.parse() {
-                Ok(micros) => inline_below = std::time::Duration::from_micros(micros),
-                Err(e) => {
-                    eprintln!("dynamic_source: --inline-below {v}: {e}");
-                    return ExitCode::from(2);
-                }
-            },
             (other, _) => {
                 eprintln!(
-                    "usage: dynamic_source [--root DIR] [--listen ADDR] [--cache MODE] [--document /URL-PATH] [--inline-below MICROSECONDS] ({other}?)"
+                    "usage: dynamic_source [--root DIR] [--listen ADDR] [--cache MODE] [--document /URL-PATH] ({other}?)"
                 );
                 return ExitCode::from(2);
             }
         }
     }
-    // As `axle serve` does: one serving thread (a transform thread's stack,
-    // so cheap transforms run inline on it) with a single-threaded runtime.
-    let run = move || -> std::io::Result<()> {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
-        runtime.block_on(serve(root, listen, cache, document, inline_below))
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("dynamic_source: {e}");
+            return ExitCode::FAILURE;
+        }
     };
-    let result = axle::pool::spawn_serving_thread("dynamic-io".into(), run).and_then(|t| {
-        t.join()
-            .unwrap_or_else(|_| Err(std::io::Error::other("the serving thread panicked")))
+    let result: std::io::Result<()> = runtime.block_on(async {
+        let mut config = ServeConfig::new(&root);
+        config.cache_mode = cache;
+        let app = App::new(&config, Registry::default())?;
+        // Fail at start-up, not per request, when the document cannot be
+        // made dynamic.
+        let provider = app.pipeline().provider();
+        let text = provider
+            .locate(&document)
+            .and_then(|l| provider.read(&l))
+            .map_err(|e| std::io::Error::other(format!("{document}: {e}")))?;
+        source(&String::from_utf8_lossy(&text.bytes), 0)
+            .map_err(|e| std::io::Error::other(format!("{document}: {e}")))?;
+        let listener = tokio::net::TcpListener::bind(listen).await?;
+        println!(
+            "axle: serving {} on http://{}/ (cache: {cache})",
+            root.display(),
+            listener.local_addr()?
+        );
+        axum::serve(listener, router(app, &document)).await
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -275,36 +285,6 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-/// Serves the dynamic page and the rest of the root until the process ends.
-async fn serve(
-    root: PathBuf,
-    listen: SocketAddr,
-    cache: CacheMode,
-    document: String,
-    inline_below: std::time::Duration,
-) -> std::io::Result<()> {
-    let mut config = ServeConfig::new(&root);
-    config.cache_mode = cache;
-    config.inline_below = inline_below;
-    let app = App::new(&config, Registry::default())?;
-    // Fail at start-up, not per request, when the document cannot be
-    // made dynamic.
-    let provider = app.pipeline().provider();
-    let text = provider
-        .locate(&document)
-        .and_then(|l| provider.read(&l))
-        .map_err(|e| std::io::Error::other(format!("{document}: {e}")))?;
-    source(&String::from_utf8_lossy(&text.bytes), 0)
-        .map_err(|e| std::io::Error::other(format!("{document}: {e}")))?;
-    let listener = tokio::net::TcpListener::bind(listen).await?;
-    println!(
-        "axle: serving {} on http://{}/ (cache: {cache})",
-        root.display(),
-        listener.local_addr()?
-    );
-    axum::serve(listener, router(app, &document)).await
 }
 
 #[cfg(test)]

@@ -85,9 +85,6 @@ pub struct ServeConfig {
     pub force_byte_handoff: bool,
     /// How hits are checked for freshness.
     pub freshness: Freshness,
-    /// A transform measured to take less than this runs on the connection
-    /// thread instead of the transform pool (zero: always the pool).
-    pub inline_below: std::time::Duration,
 }
 
 impl ServeConfig {
@@ -103,16 +100,9 @@ impl ServeConfig {
             io_threads: 0,
             force_byte_handoff: false,
             freshness: Freshness::Watch,
-            inline_below: DEFAULT_INLINE_BELOW,
         }
     }
 }
-
-/// Transforms measured below this run inline by default (on a thread that
-/// has served only transforms lately: see `pool::note_light`). A
-/// connection thread is then never held by one job for much longer than a
-/// millisecond, and the transform saves the hand-off to the pool.
-pub const DEFAULT_INLINE_BELOW: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// The default output cache budget: 256 MiB.
 pub const DEFAULT_CACHE_SIZE: u64 = 256 << 20;

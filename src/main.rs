@@ -9,9 +9,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use axle::Registry;
-use axle::config::{
-    CacheMode, DEFAULT_CACHE_SIZE, DEFAULT_INLINE_BELOW, Freshness, ServeConfig, parse_size,
-};
+use axle::config::{CacheMode, DEFAULT_CACHE_SIZE, Freshness, ServeConfig, parse_size};
 use axle::http::HttpError;
 use axle::pipeline::Pipeline;
 use axle::provider::{Provider, ResourceKind};
@@ -62,11 +60,6 @@ enum Command {
         /// same address (0: one per CPU).
         #[arg(long, default_value_t = 0)]
         io_threads: usize,
-        /// Run a transform on the connection thread, skipping the hand-off
-        /// to a transform thread, when it has been measured to take less
-        /// than this many microseconds (0: always hand off).
-        #[arg(long, value_name = "MICROSECONDS", default_value_t = DEFAULT_INLINE_BELOW.as_micros() as u64)]
-        inline_below: u64,
         /// How a cached response is checked: `watch` (inotify; a hit costs
         /// no stat) or `check` (stat every file it came from, per request;
         /// for network filesystems and hard-linked trees).
@@ -157,7 +150,6 @@ fn main() -> ExitCode {
             cache_size,
             workers,
             io_threads,
-            inline_below,
             freshness,
             config: site_file,
         } => {
@@ -167,7 +159,6 @@ fn main() -> ExitCode {
             config.cache_size = cache_size;
             config.workers = workers;
             config.io_threads = io_threads;
-            config.inline_below = std::time::Duration::from_micros(inline_below);
             config.freshness = freshness;
             runtime
                 .block_on(axle::http::serve_with(

@@ -1070,7 +1070,7 @@ add type=meta "date=$NOW" "git_commit=$GIT" "axle_bin=$BIN" \
     "machine_detail:={\"nproc\": $NPROC, \"cpu_model\": \"$CPU_MODEL\", \"mem_gib\": $MEM_GIB, \"os\": \"$OS\", \"kernel\": \"$(uname -r)\"}" \
     "software=nginx $NGINX_V (static; XSLT filter module), Apache $APACHE_V prefork + mod_perl $MODPERL_V + XML::LibXSLT $LIBXSLT_PERL_V, Starlet $STARLET_V (plackup -E deployment, $HELLO_CONNECTIONS workers, keep-alive on), xsltproc ($XSLTPROC_V), wrk $WRK_V, hyperfine $HYPERFINE_V" \
     "pinning=$PINNING" \
-    "axle_workers=Axle with its defaults (--workers 0 = one transform thread per CPU it may run on = 1 here; --inline-below 1000: a transform measured under 1 ms runs on the serving thread when that thread served no cache hit in the last 100 ms; --cache-size 256MiB except in site)" \
+    "axle_workers=Axle with its defaults (--workers 0 = one transform thread per CPU it may run on = 1 here; --cache-size 256MiB except in site)" \
     "load=wrk -t$THREADS with bench.lua, $DURATION per cell after an unrecorded $WARMUP warm-up; c=$CONNECTIONS unless the c column says otherwise; HTTP/1.1 keep-alive, or close (request header Connection: close: a new connection per request); open files limit $NOFILE; $ELAPSED s in all" \
     "duration=$DURATION" "warmup=$WARMUP" "scenarios=$SCENARIOS" \
     "loadavg_before=$LOAD_BEFORE" "loadavg_after=$LOAD_AFTER" "busy_max_percent=$BUSY_MAX" "elapsed_s=$ELAPSED"

@@ -150,17 +150,15 @@ pub async fn serve(config: &ServeConfig, registry: Registry) -> std::io::Result<
 
 /// [`serve`] with an explicit configuration file.
 ///
-/// Connections are served thread-per-core: `config.io_threads` threads
-/// each run a single-threaded runtime with its own listener on the same
-/// address (`SO_REUSEPORT`: the kernel spreads new connections over them);
-/// the calling runtime waits for the signal to stop and reloads the
-/// configuration on SIGHUP. A single-threaded scheduler runs tasks
-/// first-in first-out, which keeps the latency tail short with thousands
-/// of connections (the work-stealing scheduler's LIFO slot let a few
-/// connections starve the rest: p99 at 1,000 connections went from
-/// ~160 ms to ~23 ms). The serving threads have transform-sized stacks, so
-/// transforms measured to be cheap run on them (see [`crate::pool`]); the
-/// rest run on the pipeline's own thread pool.
+/// Connections are served thread-per-core: the calling runtime serves one
+/// listener, and `config.io_threads - 1` more threads each run a
+/// single-threaded runtime with its own listener on the same address
+/// (`SO_REUSEPORT`: the kernel spreads new connections over them). A
+/// single-threaded scheduler runs tasks first-in first-out, which keeps the
+/// latency tail short with thousands of connections (the work-stealing
+/// scheduler's LIFO slot let a few connections starve the rest: p99 at
+/// 1,000 connections went from ~160 ms to ~23 ms). Transforms run on the
+/// pipeline's own thread pool either way.
 pub async fn serve_with(
     config: &ServeConfig,
     registry: Registry,
@@ -171,72 +169,49 @@ pub async fn serve_with(
         None => SiteConfig::defaults(registry.clone()),
     };
     let app = App::with_site(config, registry, site)?;
-    let first = reuseport_std_listener(config.listen)?;
-    let addr: SocketAddr = first.local_addr()?;
+    let listener = reuseport_listener(config.listen)?;
+    let addr: SocketAddr = listener.local_addr()?;
     let threads = io_threads(config.io_threads);
     tracing::info!(%addr, root = %app.pipeline.provider().root().display(), cache = %config.cache_mode, io_threads = threads, "axle serving");
-    // Bind every listener here, so a failure is reported before serving.
-    let mut listeners = vec![first];
-    for _ in 1..threads {
-        listeners.push(reuseport_std_listener(addr)?);
-    }
-    spawn_reloader(Arc::clone(&app));
-    let (stop, stopped) = tokio::sync::watch::channel(false);
-    // Serving threads end only when told to, or when they fail.
-    let (ended, mut first_end) = tokio::sync::mpsc::unbounded_channel::<()>();
-    let mut serving = Vec::new();
-    for (i, listener) in listeners.into_iter().enumerate() {
-        let (app, ended) = (Arc::clone(&app), ended.clone());
-        let mut stopped = stopped.clone();
-        let handle = crate::pool::spawn_serving_thread(format!("axle-io-{i}"), move || {
-            let served = serve_thread(listener, app, async move {
-                let _ = stopped.wait_for(|s| *s).await;
-            });
-            let _ = ended.send(());
-            served
-        })?;
-        serving.push(handle);
-    }
     println!(
         "axle: serving {} on http://{addr}/ (cache: {})",
         config.root.display(),
         config.cache_mode
     );
-    tokio::select! {
-        () = shutdown_signal() => {}
-        // A serving thread that ended early (it failed) stops the rest.
-        _ = first_end.recv() => {}
+    spawn_reloader(Arc::clone(&app));
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let mut others = Vec::new();
+    for i in 1..threads {
+        // Bind here, so a failure is reported before serving starts.
+        let listener = reuseport_std_listener(addr)?;
+        let app = Arc::clone(&app);
+        let mut stopped = stopped.clone();
+        let handle = std::thread::Builder::new()
+            .name(format!("axle-io-{i}"))
+            .spawn(move || -> std::io::Result<()> {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()?;
+                runtime.block_on(async move {
+                    let listener = tokio::net::TcpListener::from_std(listener)?;
+                    serve_on(listener, app, async move {
+                        let _ = stopped.wait_for(|s| *s).await;
+                    })
+                    .await
+                })
+            })?;
+        others.push(handle);
     }
+    let served = serve_on(listener, app, shutdown_signal()).await;
     let _ = stop.send(true);
-    let mut result = Ok(());
-    for handle in serving {
+    for handle in others {
         match handle.join() {
             Ok(Ok(())) => {}
-            Ok(Err(e)) => {
-                tracing::error!(error = %e, "a serving thread failed");
-                if result.is_ok() {
-                    result = Err(e);
-                }
-            }
-            Err(_) => tracing::error!("a serving thread panicked"),
+            Ok(Err(e)) => tracing::error!(error = %e, "an I/O thread failed"),
+            Err(_) => tracing::error!("an I/O thread panicked"),
         }
     }
-    result
-}
-
-/// Runs a single-threaded runtime serving `listener` until `shutdown`.
-fn serve_thread(
-    listener: std::net::TcpListener,
-    app: Arc<App>,
-    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::from_std(listener)?;
-        serve_on(listener, app, shutdown).await
-    })
+    served
 }
 
 /// Threads that accept and serve connections: `requested`, or one per CPU
@@ -260,6 +235,11 @@ fn reuseport_std_listener(addr: SocketAddr) -> std::io::Result<std::net::TcpList
     socket.bind(addr)?;
     let listener = socket.listen(4096)?;
     listener.into_std()
+}
+
+/// [`reuseport_std_listener`] on the current runtime.
+fn reuseport_listener(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    tokio::net::TcpListener::from_std(reuseport_std_listener(addr)?)
 }
 
 /// Reloads the site configuration on SIGHUP.
@@ -305,39 +285,21 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
     // A hit never builds the render path's future: it is large, and moving
     // it into the handler's box cost a doc hit 1.1k of 20.3k instructions.
     let response = match hot_response(&app, &request) {
-        Some(r) => {
-            crate::pool::note_light();
-            r
-        }
-        None => {
-            let response = match Box::pin(respond(&app, request)).await {
-                Ok(r) => r,
-                Err(e) => {
-                    if e.status().is_server_error() {
-                        tracing::warn!(error = %e, "request failed");
-                    }
-                    e.into_response()
+        Some(r) => r,
+        None => match Box::pin(respond(&app, request)).await {
+            Ok(r) => r,
+            Err(e) => {
+                if e.status().is_server_error() {
+                    tracing::warn!(error = %e, "request failed");
                 }
-            };
-            if !transformed(&response) {
-                crate::pool::note_light();
+                e.into_response()
             }
-            response
-        }
+        },
     };
     if let Some((method, uri)) = logged {
         tracing::debug!(%method, %uri, status = response.status().as_u16(), "request");
     }
     response
-}
-
-/// Whether a transform ran for `response` (its cache status is a miss or a
-/// partial reuse).
-fn transformed(response: &Response) -> bool {
-    response
-        .headers()
-        .get(CACHE_HEADER_NAME)
-        .is_some_and(|v| v != "hit" && v != "none")
 }
 
 /// The hot path: a GET or HEAD of a document whose memoized response is

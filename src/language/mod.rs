@@ -52,15 +52,6 @@ pub trait Stage: Send + Sync {
     /// Runs the stage on `input`. When `ctx.is_final` the output must be
     /// the response bytes; otherwise a tree or bytes for the next stage.
     fn run(&self, input: StageData, ctx: &StageContext<'_>) -> Result<StageOutput, LanguageError>;
-
-    /// Whether this stage may run on the connection thread instead of the
-    /// transform pool once it has been measured to be cheap (under
-    /// `--inline-below`). Such a stage must not wait on anything slow (the
-    /// network, a child process) and must not enter an async runtime.
-    /// Plug-in stages keep to the pool unless they say otherwise.
-    fn runs_inline(&self) -> bool {
-        false
-    }
 }
 
 /// The resource a stage is compiled from. (`#[non_exhaustive]`: build one

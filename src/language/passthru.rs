@@ -29,8 +29,4 @@ impl Stage for Passthru {
         let content_type = ctx.is_final.then(|| "text/xml; charset=UTF-8".to_string());
         Ok(StageOutput { data, content_type })
     }
-
-    fn runs_inline(&self) -> bool {
-        true
-    }
 }

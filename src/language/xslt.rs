@@ -67,12 +67,6 @@ impl Stage for XsltStage {
             })
         }
     }
-
-    /// libxslt reads only local files (through the confined resolver) and
-    /// renders `axle:` documents without entering the runtime.
-    fn runs_inline(&self) -> bool {
-        true
-    }
 }
 
 /// The Content-Type of a final XSLT stage: `media-type` when given, else by

@@ -109,10 +109,6 @@ impl Compiled {
             spec.resource.as_path().to_path_buf(),
             spec.fragment.clone(),
         );
-        // A job run inline on a connection thread is inside the runtime,
-        // where it cannot block on it: it compiles without the cache (and
-        // the time that takes sends the job to the pool from then on).
-        let runtime = runtime.filter(|_| tokio::runtime::Handle::try_current().is_err());
         if let Some(rt) = runtime {
             if let Some(c) = rt.block_on(self.cache.get(&key)) {
                 if self.is_fresh(&c) {

@@ -38,7 +38,7 @@ use crate::chain::{self, ChainError, Selection};
 use crate::config::{CacheMode, ServeConfig};
 use crate::ffi::{self, Limits, XmlDoc, XmlError};
 use crate::language::{LanguageError, Registry, StageContext, StageData};
-use crate::pool::{CostKey, Pool, PoolError, RunCounts};
+use crate::pool::{Pool, PoolError};
 use crate::prolog::{self, Doctype, Prolog, RootName};
 use crate::provider::{
     CachingProvider, FileProvider, InternalDocuments, Located, Provider, ProviderError,
@@ -323,17 +323,12 @@ impl Pipeline {
                 .with_traces(trace_budget),
             prologs: moka::sync::Cache::new(5_000),
             hot: HotMemo::new(hot_budget, hot_watcher),
-            pool: Arc::new(Pool::with_inline(config.workers, config.inline_below)?),
+            pool: Arc::new(Pool::new(config.workers)?),
             mode: config.cache_mode,
             limits: config.limits,
             force_byte_handoff: config.force_byte_handoff,
             stats: Arc::new(Stats::default()),
         })
-    }
-
-    /// How many transform jobs ran on connection threads and on the pool.
-    pub fn run_counts(&self) -> RunCounts {
-        self.pool.counts()
     }
 
     /// The source provider (confinement, static files).
@@ -638,11 +633,7 @@ impl Pipeline {
                     Some(s) => s,
                     None => self.source_for(located, source_hash)?,
                 };
-                let cost = job.cost_key(None);
-                let entry = self
-                    .pool
-                    .run_costed(cost, move || job.run_all(source.bytes))
-                    .await??;
+                let entry = self.pool.run(move || job.run_all(source.bytes)).await??;
                 Ok(rendered(&entry, CacheStatus::Miss, None))
             }
             CacheMode::All => {
@@ -652,9 +643,8 @@ impl Pipeline {
                         Some(s) => s,
                         None => self.source_for(located, source_hash)?,
                     };
-                    let cost = job.cost_key(None);
                     self.pool
-                        .run_costed(cost, move || job.run_all(source.bytes).map(Arc::new))
+                        .run(move || job.run_all(source.bytes).map(Arc::new))
                         .await?
                 };
                 let (entry, found) = self
@@ -747,9 +737,8 @@ impl Pipeline {
                             StageData::Bytes(s.bytes)
                         }
                     };
-                    let cost = job.cost_key(Some(index));
                     self.pool
-                        .run_costed(cost, move || {
+                        .run(move || {
                             let (mut entry, tree) = job.run_one(index, input, true)?;
                             if let Some(tree) = tree {
                                 if let Ok(mut slot) = tree_out.lock() {
@@ -1004,22 +993,6 @@ struct ChainJob {
 }
 
 impl ChainJob {
-    /// What the pool estimates this job's cost by: the document and the
-    /// stage (`None`: the whole chain); `None` when a stage must not run
-    /// inline.
-    fn cost_key(&self, stage: Option<usize>) -> Option<CostKey> {
-        let stages = match stage {
-            Some(i) => self.stages.get(i..=i)?,
-            None => &self.stages[..],
-        };
-        if !stages.iter().all(|s| s.stage.runs_inline()) {
-            return None;
-        }
-        let part = stage.map_or(u64::MAX, |i| i as u64);
-        use std::hash::BuildHasher;
-        Some(foldhash::fast::FixedState::default().hash_one((&*self.base_url, part)))
-    }
-
     fn add_params(&self, key: &mut KeyBuilder) {
         key.hash(&self.location.unwrap_or_else(|| ContentHash::of(b"")))
             .u64(u64::from(self.xinclude));

@@ -9,6 +9,5 @@ mod cli;
 mod concurrency;
 mod freshness;
 mod http;
-mod inline;
 mod samples;
 mod security;

@@ -124,8 +124,13 @@ pub struct TestServer {
     pub addr: SocketAddr,
     pub app: Arc<App>,
     client: reqwest::Client,
-    /// Stops the serving thread when dropped.
-    _stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
 }
 
 impl TestServer {
@@ -160,28 +165,14 @@ impl TestServer {
     ) -> TestServer {
         config.workers = 2;
         let app = App::with_site(&config, registry, site).unwrap();
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.set_nonblocking(true).unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let served = app.clone();
-        // As `axle serve` does: a serving thread with its own runtime, on
-        // which transforms measured to be cheap run inline.
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        axle::pool::spawn_serving_thread("test-io".into(), move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            runtime.block_on(async move {
-                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-                axle::http::serve_on(listener, served, async move {
-                    let _ = stopped.await;
-                })
+        let task = tokio::spawn(async move {
+            axle::http::serve_on(listener, served, std::future::pending())
                 .await
                 .unwrap();
-            });
-        })
-        .unwrap();
+        });
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .build()
@@ -190,7 +181,7 @@ impl TestServer {
             addr,
             app,
             client,
-            _stop: stop,
+            task,
         }
     }
 
