@@ -278,7 +278,7 @@ pub struct SiteConfig {
     registry: Registry,
     source: Option<PathBuf>,
     /// Merged locations by the sections they merge (prefix chains, so few;
-    /// a plain map: this is read on every request).
+    /// a map, not a cache: this is read on every request).
     merged: Arc<RwLock<MergedMemo>>,
 }
 
@@ -521,7 +521,6 @@ impl SiteConfig {
     }
 }
 
-/// Does a location prefix cover this URL path (on segment boundaries)?
 /// The merged locations by the sections they merge (foldhash: looked up
 /// on every request).
 type MergedMemo = HashMap<Vec<usize>, Arc<Location>, foldhash::quality::RandomState>;
@@ -530,6 +529,7 @@ type MergedMemo = HashMap<Vec<usize>, Arc<Location>, foldhash::quality::RandomSt
 /// of matching sections, which nested prefixes keep small).
 const MAX_MERGED: usize = 1024;
 
+/// Does a location prefix cover this URL path (on segment boundaries)?
 fn prefix_matches(prefix: &str, path: &str) -> bool {
     let prefix = prefix.trim_end_matches('/');
     prefix.is_empty()

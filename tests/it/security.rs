@@ -178,7 +178,6 @@ async fn a_malformed_stylesheet_is_500_naming_the_stylesheet_and_line() {
     }
 }
 
-/// External entities and `document()` reach only files inside the root.
 /// A directory served from, then replaced by a symlink out of the root: no
 /// remembered path (canonical paths are remembered while watched) lets the
 /// next request through.
@@ -218,6 +217,7 @@ async fn a_directory_swapped_for_a_symlink_out_of_the_root_is_refused_at_once() 
     }
 }
 
+/// External entities and `document()` reach only files inside the root.
 #[tokio::test(flavor = "multi_thread")]
 async fn external_entities_and_document_reach_only_files_inside_the_root() {
     let site = TestSite::new();
