@@ -5,6 +5,7 @@
 
 mod charset;
 mod choose;
+mod conn;
 mod directory;
 mod error;
 
@@ -18,7 +19,6 @@ use std::sync::{Arc, RwLock};
 use bytes::Bytes;
 
 use axum::Router;
-use axum::ServiceExt as _;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::handler::Handler;
@@ -125,9 +125,7 @@ pub async fn serve_on(
     app: Arc<App>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, service(app).into_make_service())
-        .with_graceful_shutdown(shutdown)
-        .await
+    conn::serve(listener, service(app), shutdown).await
 }
 
 /// The configuration file to use: `explicit`, else `axle.toml` in the root

@@ -7,6 +7,7 @@ mod axkit;
 mod cache_modes;
 mod cli;
 mod concurrency;
+mod connection;
 mod freshness;
 mod http;
 mod samples;
