@@ -47,18 +47,36 @@ const MAX_HEAD: usize = 64 * 1024;
 /// Room kept free in the read buffer before each read.
 const READ_RESERVE: usize = 4096;
 
-/// Serves `service` on every connection `listener` accepts until
-/// `shutdown` completes; then stops accepting, lets each connection finish
-/// the request it is answering, closes idle ones, and returns once all are
-/// closed.
-pub async fn serve<S>(
+/// A response already in wire form, as a cache hit answers: no
+/// `http::Response` is built and no header map walked.
+#[derive(Debug, Clone)]
+pub struct Wire {
+    /// 304 Not Modified (no body, no length) rather than 200 OK.
+    pub not_modified: bool,
+    /// Header lines, each ending in CRLF, from a validated source (the
+    /// status line, framing, `date` and `connection` are added here).
+    pub fields: Bytes,
+    /// More header lines, likewise.
+    pub more: &'static [u8],
+    /// The body of a 200.
+    pub body: Bytes,
+}
+
+/// Serves every connection `listener` accepts until `shutdown` completes;
+/// then stops accepting, lets each connection finish the request it is
+/// answering, closes idle ones, and returns once all are closed. Each
+/// request this loop parses goes to `fast` first, which answers it in wire
+/// form or leaves it (perhaps annotated in its extensions) to `service`.
+pub async fn serve<S, F>(
     listener: TcpListener,
     service: S,
+    fast: F,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()>
 where
     S: Service<Request, Response = Response, Error = Infallible> + Clone + Send + 'static,
     S::Future: Send + 'static,
+    F: Fn(&mut Request) -> Option<Wire> + Clone + Send + 'static,
 {
     let (stop, stopped) = watch::channel(false);
     // Every connection holds a sender; `recv` returns None once all are gone.
@@ -76,6 +94,7 @@ where
                     tokio::spawn(connection(
                         stream,
                         service.clone(),
+                        fast.clone(),
                         stopped.clone(),
                         alive.clone(),
                     ));
@@ -110,14 +129,16 @@ async fn accept_failed(e: io::Error) {
 /// One connection: answers requests in order until the client closes, asks
 /// to close, or the server stops; hands over to hyper when a request needs
 /// it.
-async fn connection<S>(
+async fn connection<S, F>(
     mut stream: TcpStream,
     service: S,
+    fast: F,
     stopped: watch::Receiver<bool>,
     _alive: mpsc::Sender<()>,
 ) where
     S: Service<Request, Response = Response, Error = Infallible> + Clone + Send + 'static,
     S::Future: Send + 'static,
+    F: Fn(&mut Request) -> Option<Wire>,
 {
     let mut buf = BytesMut::with_capacity(8 * 1024);
     // Read and not yet parsed. Requests are parsed from frozen bytes so
@@ -134,9 +155,16 @@ async fn connection<S>(
                 Parsed::HandOff => return hand_off(stream, unread, service, stopped).await,
             };
             let head_only = request.method() == Method::HEAD;
-            let Ok(response) = service.clone().oneshot(request).await;
             let close = close || *stopped.borrow();
-            match write_response(&mut stream, &mut head, response, head_only, close).await {
+            let mut request = request;
+            let written = match fast(&mut request) {
+                Some(wire) => write_wire(&mut stream, &mut head, &wire, head_only, close).await,
+                None => {
+                    let Ok(response) = service.clone().oneshot(request).await;
+                    write_response(&mut stream, &mut head, response, head_only, close).await
+                }
+            };
+            match written {
                 Ok(()) if !close => {}
                 Ok(()) => return shut(stream).await,
                 Err(e) => {
@@ -391,6 +419,40 @@ async fn write_response(
     }
 }
 
+/// Writes `wire` (head and body in one `writev`).
+async fn write_wire(
+    stream: &mut TcpStream,
+    head: &mut Vec<u8>,
+    wire: &Wire,
+    head_only: bool,
+    close: bool,
+) -> io::Result<()> {
+    head.clear();
+    head.extend_from_slice(if wire.not_modified {
+        b"HTTP/1.1 304 Not Modified\r\n"
+    } else {
+        b"HTTP/1.1 200 OK\r\n"
+    });
+    head.extend_from_slice(&wire.fields);
+    head.extend_from_slice(wire.more);
+    if !wire.not_modified {
+        head.extend_from_slice(b"content-length: ");
+        decimal(head, wire.body.len() as u64);
+        head.extend_from_slice(b"\r\n");
+    }
+    date(head);
+    if close {
+        field(head, b"connection", b"close");
+    }
+    head.extend_from_slice(b"\r\n");
+    let body: &[u8] = if head_only || wire.not_modified {
+        &[]
+    } else {
+        &wire.body
+    };
+    write_all(stream, &mut [IoSlice::new(head), IoSlice::new(body)]).await
+}
+
 /// Appends `name: value` and a line break.
 fn field(head: &mut Vec<u8>, name: &[u8], value: &[u8]) {
     head.extend_from_slice(name);
@@ -560,8 +622,23 @@ mod tests {
         let service = tower::service_fn(move |request: Request| async move {
             Ok::<_, Infallible>(respond(&request))
         });
-        tokio::spawn(serve(listener, service, std::future::pending()));
+        tokio::spawn(serve(listener, service, wired, std::future::pending()));
         addr
+    }
+
+    /// The fast path: answers `/wire` and `/wire-304` in wire form.
+    fn wired(request: &mut Request) -> Option<Wire> {
+        let not_modified = match request.uri().path() {
+            "/wire" => false,
+            "/wire-304" => true,
+            _ => return None,
+        };
+        Some(Wire {
+            not_modified,
+            fields: Bytes::from_static(b"etag: \"e\"\r\n"),
+            more: b"x-more: 1\r\n",
+            body: Bytes::from_static(b"wired"),
+        })
     }
 
     /// Sends `requests` on one connection and returns everything the
@@ -675,6 +752,24 @@ mod tests {
                 "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
                 body.len()
             )
+        );
+    }
+
+    #[tokio::test]
+    async fn wire_responses_are_framed_like_any_other() {
+        let addr = served(pieces).await;
+        let wire = exchange(
+            addr,
+            "GET /wire HTTP/1.1\r\n\r\nHEAD /wire HTTP/1.1\r\n\r\nGET /wire-304 HTTP/1.1\r\n\r\n\
+             GET /wire HTTP/1.1\r\nConnection: close\r\n\r\n",
+        )
+        .await;
+        assert_eq!(
+            wire,
+            "HTTP/1.1 200 OK\r\netag: \"e\"\r\nx-more: 1\r\ncontent-length: 5\r\n\r\nwired\
+             HTTP/1.1 200 OK\r\netag: \"e\"\r\nx-more: 1\r\ncontent-length: 5\r\n\r\n\
+             HTTP/1.1 304 Not Modified\r\netag: \"e\"\r\nx-more: 1\r\n\r\n\
+             HTTP/1.1 200 OK\r\netag: \"e\"\r\nx-more: 1\r\ncontent-length: 5\r\nconnection: close\r\n\r\nwired"
         );
     }
 

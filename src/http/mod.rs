@@ -125,7 +125,14 @@ pub async fn serve_on(
     app: Arc<App>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    conn::serve(listener, service(app), shutdown).await
+    let fast = Arc::clone(&app);
+    conn::serve(
+        listener,
+        service(app),
+        move |request| hot_wire(&fast, request),
+        shutdown,
+    )
+    .await
 }
 
 /// The configuration file to use: `explicit`, else `axle.toml` in the root
@@ -282,7 +289,11 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
         .then(|| (request.method().clone(), request.uri().clone()));
     // A hit never builds the render path's future: it is large, and moving
     // it into the handler's box cost a doc hit 1.1k of 20.3k instructions.
-    let response = match hot_response(&app, &request) {
+    let hot = match request.extensions().get::<HotMissed>() {
+        Some(HotMissed) => None,
+        None => hot_response(&app, &request),
+    };
+    let response = match hot {
         Some(r) => r,
         None => match Box::pin(respond(&app, request)).await {
             Ok(r) => r,
@@ -304,6 +315,13 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
 /// still valid (one `stat` per file it came from, or none when watching).
 /// Anything else, errors included, is left to [`respond`].
 fn hot_response(app: &App, request: &Request) -> Option<Response> {
+    let (rendered, location) = hot_lookup(app, request)?;
+    Some(document_response(rendered, request.headers(), &location))
+}
+
+/// The memoized response for `request` and its location, if the request
+/// is a GET or HEAD that has one still valid.
+fn hot_lookup(app: &App, request: &Request) -> Option<(Rendered, Arc<Location>)> {
     let method = request.method();
     if method != Method::GET && method != Method::HEAD {
         return None;
@@ -314,7 +332,58 @@ fn hot_response(app: &App, request: &Request) -> Option<Response> {
     let query = pairs(request.uri().query().unwrap_or("")).ok()?;
     let (key, _, _) = hot_key(method, &location, request.headers(), &query, &normal.url)?;
     let rendered = app.pipeline.hot_get(&key)?;
-    Some(document_response(rendered, request.headers(), &location))
+    Some((rendered, location))
+}
+
+/// Marks a request the hot memo was asked for already (by [`hot_wire`]),
+/// so [`handle`] does not ask again.
+#[derive(Clone, Copy)]
+struct HotMissed;
+
+/// The connection loop's fast path (`conn::Wire`): a hot-memo hit whose
+/// header lines were built when it was memoized goes out without an
+/// `http::Response`. Locations that transcode the output, and every
+/// request while debug logging is on (`handle` logs each one), take the
+/// ordinary path.
+fn hot_wire(app: &App, request: &mut Request) -> Option<conn::Wire> {
+    if tracing::enabled!(tracing::Level::DEBUG) {
+        return None;
+    }
+    let Some((rendered, location)) = hot_lookup(app, request) else {
+        request.extensions_mut().insert(HotMissed);
+        return None;
+    };
+    // A transcoding location's hit is answered by `hot_response` (asked
+    // again, unmarked).
+    let head = rendered
+        .head
+        .as_ref()
+        .filter(|_| location.output_charset.is_none())?;
+    let not_modified = etag_matches(request.headers(), head.etag.as_bytes());
+    Some(conn::Wire {
+        not_modified,
+        fields: if not_modified {
+            head.lines.slice(..head.etag_end)
+        } else {
+            head.lines.clone()
+        },
+        more: match rendered.cache {
+            crate::pipeline::CacheStatus::Untransformed => b"x-axle-cache: none\r\n",
+            _ => b"x-axle-cache: hit\r\n",
+        },
+        body: rendered.body,
+    })
+}
+
+/// Whether `If-None-Match` names `etag` (or is `*`).
+fn etag_matches(headers: &HeaderMap, etag: &[u8]) -> bool {
+    headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.split(',')
+                .any(|t| t.trim().as_bytes() == etag || t.trim() == "*")
+        })
 }
 
 /// Whether the request asks for the untransformed source (`?passthru=1`
@@ -743,14 +812,7 @@ fn document_response(
         _ => None,
     };
     let head = head.unwrap_or_else(|| ResponseHead::of(&rendered));
-    let etag = head.etag.as_bytes();
-    let not_modified = request_headers
-        .get(header::IF_NONE_MATCH)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| {
-            v.split(',')
-                .any(|t| t.trim().as_bytes() == etag || t.trim() == "*")
-        });
+    let not_modified = etag_matches(request_headers, head.etag.as_bytes());
     // Headers inserted directly (no builder): this runs on every hit.
     let mut response = if not_modified {
         let mut r = Response::new(Body::empty());

@@ -162,6 +162,11 @@ pub struct ResponseHead {
     pub content_type: HeaderValue,
     /// `ETag` (of `hash`).
     pub etag: HeaderValue,
+    /// The same two as HTTP/1.1 header lines, `etag` first:
+    /// `etag: …\r\ncontent-type: …\r\n` (a 304 sends `..etag_end`).
+    pub lines: Bytes,
+    /// Where the `etag` line ends in `lines`.
+    pub etag_end: usize,
 }
 
 impl ResponseHead {
@@ -169,11 +174,24 @@ impl ResponseHead {
     /// value is sent as `application/octet-stream`).
     pub fn of(rendered: &Rendered) -> ResponseHead {
         let etag = rendered.hash.etag_bytes();
+        let content_type = HeaderValue::from_str(&rendered.content_type)
+            .unwrap_or_else(|_| HeaderValue::from_static("application/octet-stream"));
+        let etag =
+            HeaderValue::from_bytes(&etag).unwrap_or_else(|_| HeaderValue::from_static("\"\""));
+        // Validated header values, so the lines cannot be split.
+        let mut lines = Vec::with_capacity(64 + content_type.len());
+        lines.extend_from_slice(b"etag: ");
+        lines.extend_from_slice(etag.as_bytes());
+        lines.extend_from_slice(b"\r\n");
+        let etag_end = lines.len();
+        lines.extend_from_slice(b"content-type: ");
+        lines.extend_from_slice(content_type.as_bytes());
+        lines.extend_from_slice(b"\r\n");
         ResponseHead {
-            content_type: HeaderValue::from_str(&rendered.content_type)
-                .unwrap_or_else(|_| HeaderValue::from_static("application/octet-stream")),
-            etag: HeaderValue::from_bytes(&etag)
-                .unwrap_or_else(|_| HeaderValue::from_static("\"\"")),
+            content_type,
+            etag,
+            lines: Bytes::from(lines),
+            etag_end,
         }
     }
 }

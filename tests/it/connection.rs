@@ -322,3 +322,85 @@ async fn shutdown_finishes_and_closes_connections_then_returns() {
         .unwrap();
     assert!(TcpStream::connect(addr).await.is_err());
 }
+
+/// Header names of a response, sorted, without `date`.
+fn names(wire: &Wire) -> Vec<String> {
+    let mut names: Vec<String> = wire
+        .headers
+        .iter()
+        .map(|(n, _)| n.to_ascii_lowercase())
+        .filter(|n| n != "date")
+        .collect();
+    names.sort();
+    names
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn hits_answered_in_wire_form_carry_what_the_ordinary_path_sends() {
+    let site = TestSite::new();
+    let server = TestServer::start(&site.root, CacheMode::Incremental).await;
+    let off = TestServer::start(&site.root, CacheMode::Off).await;
+    let mut client = Client::connect(&server).await;
+    let mut uncached = Client::connect(&off).await;
+    client.send(&get("/two.xml")).await;
+    let miss = client.response(false).await;
+    client.send(&get("/two.xml")).await;
+    let hit = client.response(false).await;
+    assert_eq!(miss.header("x-axle-cache"), Some("miss"));
+    assert_eq!(hit.header("x-axle-cache"), Some("hit"));
+    assert_eq!(names(&miss), names(&hit));
+    for name in ["content-type", "etag", "content-length"] {
+        assert_eq!(miss.header(name), hit.header(name), "{name}");
+    }
+    assert_eq!(miss.body, hit.body);
+
+    // 304: from the memo in wire form, and from the ordinary path (off).
+    let etag = hit.header("etag").unwrap().to_string();
+    let conditional =
+        format!("GET /two.xml HTTP/1.1\r\nHost: x\r\nIf-None-Match: \"x\", {etag}\r\n\r\n");
+    client.send(conditional.as_bytes()).await;
+    let hit_304 = client.response(false).await;
+    uncached.send(conditional.as_bytes()).await;
+    let off_304 = uncached.response(false).await;
+    assert_eq!((hit_304.status, off_304.status), (304, 304));
+    assert_eq!(names(&hit_304), names(&off_304));
+    assert_eq!(hit_304.header("etag"), Some(etag.as_str()));
+    assert_eq!(hit_304.header("content-type"), None);
+
+    // HEAD of a hit: the length, no body; the connection stays usable.
+    client
+        .send(b"HEAD /two.xml HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await;
+    let head = client.response(true).await;
+    assert_eq!(head.header("content-length"), hit.header("content-length"));
+    assert_eq!(head.header("x-axle-cache"), Some("hit"));
+    client.send(&get("/two.xml")).await;
+    assert_eq!(client.response(false).await.body, hit.body);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_transcoding_locations_hits_are_transcoded() {
+    let site = TestSite::new();
+    let registry = axle::Registry::default();
+    let config = axle::site::SiteConfig::parse(
+        "[location.\"/\"]\noutput-charset = \"accept\"\n",
+        &site.root.join("axle.toml"),
+        registry.clone(),
+    )
+    .unwrap();
+    let server = TestServer::start_full(axle::ServeConfig::new(&site.root), registry, config).await;
+    let mut client = Client::connect(&server).await;
+    let request = b"GET /two.xml HTTP/1.1\r\nHost: x\r\nAccept-Charset: iso-8859-1\r\n\r\n";
+    client.send(request).await;
+    let miss = client.response(false).await;
+    client.send(request).await;
+    let hit = client.response(false).await;
+    assert_eq!(hit.header("x-axle-cache"), Some("hit"));
+    assert_eq!(hit.header("vary"), Some("accept-charset"));
+    assert_eq!(
+        hit.header("content-type"),
+        Some("text/html; charset=windows-1252")
+    );
+    assert_eq!(hit.body, miss.body);
+    assert_eq!(names(&hit), names(&miss));
+}
