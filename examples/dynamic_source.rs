@@ -20,7 +20,8 @@
 //! `--document` names the document under the root to generate the source
 //! from (default `/articles/xml-pipelines.xml`; it must have
 //! `<?xml-stylesheet?>` PIs). It prints the address like `axle serve` does
-//! and serves on a single-threaded runtime, as `axle serve` does.
+//! and serves on a single-threaded runtime with Axle's connection loop
+//! (`axle::http::serve_service`), as `axle serve` does.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -276,7 +277,7 @@ fn main() -> ExitCode {
             root.display(),
             listener.local_addr()?
         );
-        axum::serve(listener, router(app, &document)).await
+        axle::http::serve_service(listener, router(app, &document), std::future::pending()).await
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -135,6 +135,28 @@ pub async fn serve_on(
     .await
 }
 
+/// Serves any tower service (an axum `Router` that embeds Axle, say) on
+/// `listener` with the connection loop `axle serve` uses, until `shutdown`
+/// completes. Without the hot memo's wire-form fast path: every request
+/// goes to `service`.
+pub async fn serve_service<S>(
+    listener: tokio::net::TcpListener,
+    service: S,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()>
+where
+    S: tower::Service<
+            Request,
+            Response = Response,
+            Error = std::convert::Infallible,
+            Future: Send + 'static,
+        > + Clone
+        + Send
+        + 'static,
+{
+    conn::serve(listener, service, |_: &mut Request| None, shutdown).await
+}
+
 /// The configuration file to use: `explicit`, else `axle.toml` in the root
 /// if there is one.
 pub fn site_config_path(root: &Path, explicit: Option<&Path>) -> Option<PathBuf> {
