@@ -6,8 +6,9 @@
 //! Media: the first media rule that matches `User-Agent`/`Accept` (AxKit's
 //! WAP check by default), else the location's default.
 
-use axum::http::{HeaderMap, header};
+use axum::http::header;
 
+use super::conn::Headers;
 use crate::chain::Selection;
 use crate::site::Location;
 
@@ -23,16 +24,11 @@ pub struct Chosen {
 /// Chooses style and media for a request.
 pub fn choose(
     location: &Location,
-    headers: &HeaderMap,
+    headers: &impl Headers,
     query: &[(String, String)],
     url_style: Option<String>,
 ) -> Chosen {
-    let header = |name| {
-        headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-    };
+    let header = |name| headers.first(&name).unwrap_or("");
     // Read only when a rule needs them (this runs on every request).
     let user_agent = || header(header::USER_AGENT);
     let from_query = location
@@ -78,11 +74,9 @@ pub fn choose(
 }
 
 /// The value of cookie `name`, if sent.
-fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
+fn cookie(headers: &impl Headers, name: &str) -> Option<String> {
     headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
+        .each(&header::COOKIE)
         .flat_map(|v| v.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
         .find(|(k, _)| *k == name)
@@ -98,6 +92,7 @@ mod tests {
     use super::*;
     use crate::Registry;
     use crate::site::SiteConfig;
+    use axum::http::HeaderMap;
 
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
         let mut h = HeaderMap::new();

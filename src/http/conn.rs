@@ -62,11 +62,124 @@ pub struct Wire {
     pub body: Bytes,
 }
 
+/// A parsed request head as the fast path sees it: nothing is built for
+/// it (the `http::Request` is built only if the fast path passes).
+pub struct Head<'a> {
+    /// GET or HEAD (the fast path sees no other method).
+    pub method: &'a Method,
+    /// The path, as sent (origin form, only characters an `http::Uri`
+    /// keeps as they are).
+    pub path: &'a str,
+    /// The query string without its `?` (empty when there is none).
+    pub query: &'a str,
+    fields: &'a [httparse::Header<'a>],
+}
+
+/// What the fast path did with a request.
+#[derive(Debug)]
+pub enum Fast {
+    /// Answered it.
+    Answer(Wire),
+    /// Left it to the service.
+    Pass,
+    /// Looked it up, found nothing, and left it to the service, which
+    /// finds [`FastMissed`] in the request's extensions (so it need not
+    /// look again).
+    Missed,
+}
+
+/// Marks a request the fast path looked up and missed ([`Fast::Missed`]).
+#[derive(Debug, Clone, Copy)]
+pub struct FastMissed;
+
+/// Request header lookup, over an `http::HeaderMap` or a [`Head`] alike.
+pub trait Headers {
+    /// The first `name` field's value, if it is visible ASCII text (as
+    /// `HeaderValue::to_str` has it).
+    fn first(&self, name: &HeaderName) -> Option<&str>;
+
+    /// Every `name` field's value that is visible ASCII text, in order.
+    fn each<'a>(&'a self, name: &'a HeaderName) -> impl Iterator<Item = &'a str> + 'a;
+}
+
+impl Headers for HeaderMap {
+    fn first(&self, name: &HeaderName) -> Option<&str> {
+        self.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    fn each<'a>(&'a self, name: &'a HeaderName) -> impl Iterator<Item = &'a str> + 'a {
+        self.get_all(name).iter().filter_map(|v| v.to_str().ok())
+    }
+}
+
+impl Headers for Head<'_> {
+    fn first(&self, name: &HeaderName) -> Option<&str> {
+        self.fields
+            .iter()
+            .find(|h| h.name.eq_ignore_ascii_case(name.as_str()))
+            .and_then(|h| visible(h.value))
+    }
+
+    fn each<'a>(&'a self, name: &'a HeaderName) -> impl Iterator<Item = &'a str> + 'a {
+        self.fields
+            .iter()
+            .filter(move |h| h.name.eq_ignore_ascii_case(name.as_str()))
+            .filter_map(|h| visible(h.value))
+    }
+}
+
+/// `value` as text if it is all visible ASCII or tabs (the rule of
+/// `HeaderValue::to_str`).
+fn visible(value: &[u8]) -> Option<&str> {
+    if value
+        .iter()
+        .all(|&b| b == b'\t' || (0x20..0x7f).contains(&b))
+    {
+        std::str::from_utf8(value).ok()
+    } else {
+        None
+    }
+}
+
+/// Whether `target` is an origin-form path and query made only of
+/// characters `http::Uri` keeps as they are (unreserved, sub-delims, `:`,
+/// `@`, `/`, `?`, `%`): such a target splits at its first `?` into exactly
+/// the `path()` and `query()` a parsed `Uri` gives. Anything else goes
+/// through the `Uri` parser and the service.
+fn plain_target(target: &str) -> bool {
+    target.starts_with('/')
+        && target.bytes().all(|b| {
+            b.is_ascii_alphanumeric()
+                || matches!(
+                    b,
+                    b'-' | b'.'
+                        | b'_'
+                        | b'~'
+                        | b'!'
+                        | b'$'
+                        | b'&'
+                        | b'\''
+                        | b'('
+                        | b')'
+                        | b'*'
+                        | b'+'
+                        | b','
+                        | b';'
+                        | b'='
+                        | b':'
+                        | b'@'
+                        | b'/'
+                        | b'?'
+                        | b'%'
+                )
+        })
+}
+
 /// Serves every connection `listener` accepts until `shutdown` completes;
 /// then stops accepting, lets each connection finish the request it is
-/// answering, closes idle ones, and returns once all are closed. Each
-/// request this loop parses goes to `fast` first, which answers it in wire
-/// form or leaves it (perhaps annotated in its extensions) to `service`.
+/// answering, closes idle ones, and returns once all are closed. Each GET
+/// or HEAD with a plain target goes to `fast` first, as a [`Head`], before
+/// any `http::Request` is built; what it does not answer goes to `service`.
 pub async fn serve<S, F>(
     listener: TcpListener,
     service: S,
@@ -76,7 +189,7 @@ pub async fn serve<S, F>(
 where
     S: Service<Request, Response = Response, Error = Infallible> + Clone + Send + 'static,
     S::Future: Send + 'static,
-    F: Fn(&mut Request) -> Option<Wire> + Clone + Send + 'static,
+    F: Fn(&Head<'_>) -> Fast + Clone + Send + 'static,
 {
     let (stop, stopped) = watch::channel(false);
     // Every connection holds a sender; `recv` returns None once all are gone.
@@ -138,7 +251,7 @@ async fn connection<S, F>(
 ) where
     S: Service<Request, Response = Response, Error = Infallible> + Clone + Send + 'static,
     S::Future: Send + 'static,
-    F: Fn(&mut Request) -> Option<Wire>,
+    F: Fn(&Head<'_>) -> Fast,
 {
     let mut buf = BytesMut::with_capacity(8 * 1024);
     // Read and not yet parsed. Requests are parsed from frozen bytes so
@@ -149,20 +262,22 @@ async fn connection<S, F>(
     loop {
         // Answer every complete request already read (pipelining).
         loop {
-            let (request, close) = match parse(&mut unread) {
-                Parsed::Request(request, close) => (request, close),
+            let (close, written) = match parse(&mut unread, &fast) {
+                Parsed::Wire(wire, head_only, close) => {
+                    let close = close || *stopped.borrow();
+                    let written = write_wire(&mut stream, &mut head, &wire, head_only, close);
+                    (close, written.await)
+                }
+                Parsed::Request(request, close) => {
+                    let head_only = request.method() == Method::HEAD;
+                    let close = close || *stopped.borrow();
+                    let Ok(response) = service.clone().oneshot(request).await;
+                    let written =
+                        write_response(&mut stream, &mut head, response, head_only, close);
+                    (close, written.await)
+                }
                 Parsed::Partial => break,
                 Parsed::HandOff => return hand_off(stream, unread, service, stopped).await,
-            };
-            let head_only = request.method() == Method::HEAD;
-            let close = close || *stopped.borrow();
-            let mut request = request;
-            let written = match fast(&mut request) {
-                Some(wire) => write_wire(&mut stream, &mut head, &wire, head_only, close).await,
-                None => {
-                    let Ok(response) = service.clone().oneshot(request).await;
-                    write_response(&mut stream, &mut head, response, head_only, close).await
-                }
             };
             match written {
                 Ok(()) if !close => {}
@@ -209,7 +324,10 @@ async fn shut(mut stream: TcpStream) {
 // allocation per request.
 #[allow(clippy::large_enum_variant)]
 enum Parsed {
-    /// A complete request this loop answers (its head is consumed), and
+    /// A request the fast path answered (its head is consumed), whether it
+    /// was a HEAD, and whether the client asked to close after it.
+    Wire(Wire, bool, bool),
+    /// A complete request for the service (its head is consumed), and
     /// whether the client asked to close the connection after it.
     Request(Request, bool),
     /// Not a whole head yet.
@@ -219,9 +337,12 @@ enum Parsed {
 }
 
 /// Parses the request at the start of `unread`. A complete one this loop
-/// serves is consumed from `unread` and built into a request whose URI and
-/// header values share its bytes.
-fn parse(unread: &mut Bytes) -> Parsed {
+/// serves is consumed from `unread`: answered by `fast`, or built into a
+/// request whose URI and header values share its bytes.
+fn parse<F>(unread: &mut Bytes, fast: &F) -> Parsed
+where
+    F: Fn(&Head<'_>) -> Fast,
+{
     if unread.is_empty() {
         return Parsed::Partial;
     }
@@ -246,11 +367,7 @@ fn parse(unread: &mut Bytes) -> Parsed {
             Err(_) => return Parsed::HandOff,
         },
     };
-    let Ok(uri) = Uri::from_maybe_shared(data.slice_ref(path.as_bytes())) else {
-        return Parsed::HandOff;
-    };
     let mut close = false;
-    let mut headers = HeaderMap::with_capacity(req.headers.len());
     for h in req.headers.iter() {
         let name = h.name.as_bytes();
         if name.eq_ignore_ascii_case(b"content-length") {
@@ -268,8 +385,33 @@ fn parse(unread: &mut Bytes) -> Parsed {
                 .split(|b| *b == b',')
                 .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"close"));
         }
+    }
+    let mut missed = false;
+    if (method == Method::GET || method == Method::HEAD) && plain_target(path) {
+        let (path, query) = path.split_once('?').unwrap_or((path, ""));
+        let head = Head {
+            method: &method,
+            path,
+            query,
+            fields: req.headers,
+        };
+        match fast(&head) {
+            Fast::Answer(wire) => {
+                let head_only = method == Method::HEAD;
+                unread.advance(len);
+                return Parsed::Wire(wire, head_only, close);
+            }
+            Fast::Missed => missed = true,
+            Fast::Pass => {}
+        }
+    }
+    let Ok(uri) = Uri::from_maybe_shared(data.slice_ref(path.as_bytes())) else {
+        return Parsed::HandOff;
+    };
+    let mut headers = HeaderMap::with_capacity(req.headers.len());
+    for h in req.headers.iter() {
         let (Ok(name), Ok(value)) = (
-            HeaderName::from_bytes(name),
+            HeaderName::from_bytes(h.name.as_bytes()),
             HeaderValue::from_maybe_shared(data.slice_ref(h.value)),
         ) else {
             return Parsed::HandOff;
@@ -280,6 +422,9 @@ fn parse(unread: &mut Bytes) -> Parsed {
     *request.method_mut() = method;
     *request.uri_mut() = uri;
     *request.headers_mut() = headers;
+    if missed {
+        request.extensions_mut().insert(FastMissed);
+    }
     unread.advance(len);
     Parsed::Request(request, close)
 }
@@ -627,13 +772,14 @@ mod tests {
     }
 
     /// The fast path: answers `/wire` and `/wire-304` in wire form.
-    fn wired(request: &mut Request) -> Option<Wire> {
-        let not_modified = match request.uri().path() {
+    fn wired(head: &Head<'_>) -> Fast {
+        let not_modified = match head.path {
             "/wire" => false,
             "/wire-304" => true,
-            _ => return None,
+            "/missed" => return Fast::Missed,
+            _ => return Fast::Pass,
         };
-        Some(Wire {
+        Fast::Answer(Wire {
             not_modified,
             fields: Bytes::from_static(b"etag: \"e\"\r\n"),
             more: b"x-more: 1\r\n",
@@ -736,6 +882,9 @@ mod tests {
             for (name, value) in request.headers() {
                 text.push_str(&format!("{name}={}\n", value.to_str().unwrap_or("?")));
             }
+            if request.extensions().get::<FastMissed>().is_some() {
+                text.push_str("(missed)\n");
+            }
             Response::new(Body::from(text))
         }
         let addr = served(echo).await;
@@ -752,6 +901,81 @@ mod tests {
                 "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
                 body.len()
             )
+        );
+        // Looked up by the fast path and missed: the service is told.
+        let wire = exchange(addr, "GET /missed?q HTTP/1.1\r\nConnection: close\r\n\r\n").await;
+        assert!(
+            wire.ends_with("\r\n\r\nGET /missed?q\nconnection=close\n(missed)\n"),
+            "{wire}"
+        );
+    }
+
+    #[test]
+    fn plain_targets_split_as_a_parsed_uri_does() {
+        for target in [
+            "/",
+            "/a/b.xml",
+            "/a.xml?style=x&b=%20;c",
+            "/a?",
+            "/a?b?c",
+            "/~u/(x)*+,;=:@!$'",
+        ] {
+            assert!(plain_target(target), "{target}");
+            let uri: Uri = target.parse().unwrap();
+            let (path, query) = target.split_once('?').unwrap_or((target, ""));
+            assert_eq!((uri.path(), uri.query().unwrap_or("")), (path, query));
+        }
+        for target in [
+            "*",
+            "http://h/a",
+            "a",
+            "/a#f",
+            "/a b",
+            "/\"q\"",
+            "/{x}",
+            "/\u{e9}",
+            "/a|b",
+            "",
+        ] {
+            assert!(!plain_target(target), "{target}");
+        }
+    }
+
+    #[test]
+    fn a_head_and_a_header_map_give_the_same_values() {
+        let text = b"GET / HTTP/1.1\r\nCookie: a=1\r\nX-Bin: caf\xc3\xa9\r\ncookie: b=2\r\nAccept:  x \r\n\r\n";
+        let mut storage = [httparse::EMPTY_HEADER; 8];
+        let mut req = httparse::Request::new(&mut storage);
+        req.parse(text).unwrap();
+        let head = Head {
+            method: &Method::GET,
+            path: "/",
+            query: "",
+            fields: req.headers,
+        };
+        let mut map = HeaderMap::new();
+        for h in head.fields {
+            map.append(
+                HeaderName::from_bytes(h.name.as_bytes()).unwrap(),
+                HeaderValue::from_bytes(h.value).unwrap(),
+            );
+        }
+        for name in [
+            header::COOKIE,
+            header::ACCEPT,
+            header::USER_AGENT,
+            HeaderName::from_static("x-bin"),
+        ] {
+            assert_eq!(head.first(&name), map.first(&name), "{name}");
+            assert_eq!(
+                head.each(&name).collect::<Vec<_>>(),
+                map.each(&name).collect::<Vec<_>>(),
+                "{name}"
+            );
+        }
+        assert_eq!(
+            head.each(&header::COOKIE).collect::<Vec<_>>(),
+            ["a=1", "b=2"]
         );
     }
 

@@ -129,7 +129,7 @@ pub async fn serve_on(
     conn::serve(
         listener,
         service(app),
-        move |request| hot_wire(&fast, request),
+        move |head: &conn::Head<'_>| hot_wire(&fast, head),
         shutdown,
     )
     .await
@@ -154,7 +154,13 @@ where
         + Send
         + 'static,
 {
-    conn::serve(listener, service, |_: &mut Request| None, shutdown).await
+    conn::serve(
+        listener,
+        service,
+        |_: &conn::Head<'_>| conn::Fast::Pass,
+        shutdown,
+    )
+    .await
 }
 
 /// The configuration file to use: `explicit`, else `axle.toml` in the root
@@ -311,8 +317,8 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
         .then(|| (request.method().clone(), request.uri().clone()));
     // A hit never builds the render path's future: it is large, and moving
     // it into the handler's box cost a doc hit 1.1k of 20.3k instructions.
-    let hot = match request.extensions().get::<HotMissed>() {
-        Some(HotMissed) => None,
+    let hot = match request.extensions().get::<conn::FastMissed>() {
+        Some(conn::FastMissed) => None,
         None => hot_response(&app, &request),
     };
     let response = match hot {
@@ -337,57 +343,67 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
 /// still valid (one `stat` per file it came from, or none when watching).
 /// Anything else, errors included, is left to [`respond`].
 fn hot_response(app: &App, request: &Request) -> Option<Response> {
-    let (rendered, location) = hot_lookup(app, request)?;
+    let uri = request.uri();
+    let (rendered, location) = hot_lookup(
+        app,
+        request.method(),
+        uri.path(),
+        uri.query().unwrap_or(""),
+        request.headers(),
+    )?;
     Some(document_response(rendered, request.headers(), &location))
 }
 
-/// The memoized response for `request` and its location, if the request
+/// The memoized response for a request and its location, if the request
 /// is a GET or HEAD that has one still valid.
-fn hot_lookup(app: &App, request: &Request) -> Option<(Rendered, Arc<Location>)> {
-    let method = request.method();
+fn hot_lookup(
+    app: &App,
+    method: &Method,
+    path: &str,
+    query: &str,
+    headers: &impl conn::Headers,
+) -> Option<(Rendered, Arc<Location>)> {
     if method != Method::GET && method != Method::HEAD {
         return None;
     }
-    let normal = normalize_request_path(request.uri().path())?;
+    let normal = normalize_request_path(path)?;
     let site = app.site();
     let location = site.location(&normal.decoded);
-    let query = pairs(request.uri().query().unwrap_or("")).ok()?;
-    let (key, _, _) = hot_key(method, &location, request.headers(), &query, &normal.url)?;
+    let query = pairs(query).ok()?;
+    let (key, _, _) = hot_key(method, &location, headers, &query, &normal.url)?;
     let rendered = app.pipeline.hot_get(&key)?;
     Some((rendered, location))
 }
 
-/// Marks a request the hot memo was asked for already (by [`hot_wire`]),
-/// so [`handle`] does not ask again.
-#[derive(Clone, Copy)]
-struct HotMissed;
-
-/// The connection loop's fast path (`conn::Wire`): a hot-memo hit whose
-/// header lines were built when it was memoized goes out without an
-/// `http::Response`. Locations that transcode the output, and every
-/// request while debug logging is on (`handle` logs each one), take the
-/// ordinary path.
-fn hot_wire(app: &App, request: &mut Request) -> Option<conn::Wire> {
+/// The connection loop's fast path (`conn::Fast`), given the request head
+/// before any `http::Request` is built: a hot-memo hit whose header lines
+/// were built when it was memoized goes out in wire form. Locations that
+/// transcode the output, and every request while debug logging is on
+/// (`handle` logs each one), take the ordinary path.
+fn hot_wire(app: &App, head: &conn::Head<'_>) -> conn::Fast {
     if tracing::enabled!(tracing::Level::DEBUG) {
-        return None;
+        return conn::Fast::Pass;
     }
-    let Some((rendered, location)) = hot_lookup(app, request) else {
-        request.extensions_mut().insert(HotMissed);
-        return None;
+    let Some((rendered, location)) = hot_lookup(app, head.method, head.path, head.query, head)
+    else {
+        return conn::Fast::Missed;
     };
     // A transcoding location's hit is answered by `hot_response` (asked
-    // again, unmarked).
-    let head = rendered
+    // again).
+    let Some(lines) = rendered
         .head
         .as_ref()
-        .filter(|_| location.output_charset.is_none())?;
-    let not_modified = etag_matches(request.headers(), head.etag.as_bytes());
-    Some(conn::Wire {
+        .filter(|_| location.output_charset.is_none())
+    else {
+        return conn::Fast::Pass;
+    };
+    let not_modified = etag_matches(head, lines.etag.as_bytes());
+    conn::Fast::Answer(conn::Wire {
         not_modified,
         fields: if not_modified {
-            head.lines.slice(..head.etag_end)
+            lines.lines.slice(..lines.etag_end)
         } else {
-            head.lines.clone()
+            lines.lines.clone()
         },
         more: match rendered.cache {
             crate::pipeline::CacheStatus::Untransformed => b"x-axle-cache: none\r\n",
@@ -398,14 +414,11 @@ fn hot_wire(app: &App, request: &mut Request) -> Option<conn::Wire> {
 }
 
 /// Whether `If-None-Match` names `etag` (or is `*`).
-fn etag_matches(headers: &HeaderMap, etag: &[u8]) -> bool {
-    headers
-        .get(header::IF_NONE_MATCH)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| {
-            v.split(',')
-                .any(|t| t.trim().as_bytes() == etag || t.trim() == "*")
-        })
+fn etag_matches(headers: &impl conn::Headers, etag: &[u8]) -> bool {
+    headers.first(&header::IF_NONE_MATCH).is_some_and(|v| {
+        v.split(',')
+            .any(|t| t.trim().as_bytes() == etag || t.trim() == "*")
+    })
 }
 
 /// Whether the request asks for the untransformed source (`?passthru=1`
@@ -428,7 +441,7 @@ type HotKey = (FieldKey, Chosen, Vec<(String, String)>);
 fn hot_key(
     method: &Method,
     location: &Location,
-    headers: &HeaderMap,
+    headers: &impl conn::Headers,
     query: &[(String, String)],
     path: &str,
 ) -> Option<HotKey> {
