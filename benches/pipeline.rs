@@ -7,6 +7,11 @@
 //! Before measuring, every mode's body is checked to be byte-identical and
 //! the `X-Axle-Cache` header to say what is being measured.
 //!
+//! `hit/<mode>/<url>`: a hit the way `axle serve` answers it, without
+//! sockets: the request head parsed, the hot memo asked, the response head
+//! written (`axle::http::hit_bytes`, the connection loop's fast path);
+//! checked first to give the body the service gives.
+//!
 //! `hot_path/*`: the pieces every request pays even on a hit: the prolog
 //! scanner, a cache key, the hot memo's key (the request's fields, no
 //! hashing) and locating the source (one `stat`, memoized hash).
@@ -110,6 +115,34 @@ fn requests(c: &mut Criterion) {
         for (name, url) in URLS {
             group.bench_function(format!("{mode}/{name}"), |b| {
                 b.iter(|| black_box(rt.block_on(get(app, black_box(url)))))
+            });
+        }
+    }
+    group.finish();
+
+    let mut group = c.benchmark_group("hit");
+    for (mode, app) in &apps {
+        if *mode == CacheMode::Off {
+            continue;
+        }
+        for (name, url) in URLS {
+            let request = Bytes::from(format!("GET {url} HTTP/1.1\r\nHost: bench\r\n\r\n"));
+            let mut head = Vec::new();
+            let body = axle::http::hit_bytes(app, request.clone(), &mut head)
+                .unwrap_or_else(|| panic!("{mode} {name}: not answered in wire form"));
+            let (_, expected) = rt.block_on(get(app, url));
+            assert!(
+                body == expected,
+                "{mode} {name}: the fast path's body differs"
+            );
+            group.bench_function(format!("{mode}/{name}"), |b| {
+                b.iter(|| {
+                    black_box(axle::http::hit_bytes(
+                        app,
+                        black_box(request.clone()),
+                        &mut head,
+                    ))
+                })
             });
         }
     }

@@ -163,6 +163,15 @@ where
     .await
 }
 
+/// What `axle serve` writes for `request` (one complete request head)
+/// when the hot memo answers it in wire form: the head into `head`, the
+/// body returned; None when it would take the ordinary path. For
+/// benchmarks (a hit end to end, parse to bytes, without sockets).
+#[doc(hidden)]
+pub fn hit_bytes(app: &App, request: Bytes, head: &mut Vec<u8>) -> Option<Bytes> {
+    conn::fast_answer(request, &|h: &conn::Head<'_>| hot_wire(app, h), head)
+}
+
 /// The configuration file to use: `explicit`, else `axle.toml` in the root
 /// if there is one.
 pub fn site_config_path(root: &Path, explicit: Option<&Path>) -> Option<PathBuf> {
