@@ -147,33 +147,43 @@ fn visible(value: &[u8]) -> Option<&str> {
 /// the `path()` and `query()` a parsed `Uri` gives. Anything else goes
 /// through the `Uri` parser and the service.
 fn plain_target(target: &str) -> bool {
-    target.starts_with('/')
-        && target.bytes().all(|b| {
-            b.is_ascii_alphanumeric()
-                || matches!(
-                    b,
-                    b'-' | b'.'
-                        | b'_'
-                        | b'~'
-                        | b'!'
-                        | b'$'
-                        | b'&'
-                        | b'\''
-                        | b'('
-                        | b')'
-                        | b'*'
-                        | b'+'
-                        | b','
-                        | b';'
-                        | b'='
-                        | b':'
-                        | b'@'
-                        | b'/'
-                        | b'?'
-                        | b'%'
-                )
-        })
+    target.starts_with('/') && target.bytes().all(|b| PLAIN[usize::from(b)])
 }
+
+/// The bytes [`plain_target`] allows, as a table (this runs on every
+/// request).
+const PLAIN: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut i = 0;
+    while i < 256 {
+        let b = i as u8;
+        table[i] = b.is_ascii_alphanumeric()
+            || matches!(
+                b,
+                b'-' | b'.'
+                    | b'_'
+                    | b'~'
+                    | b'!'
+                    | b'$'
+                    | b'&'
+                    | b'\''
+                    | b'('
+                    | b')'
+                    | b'*'
+                    | b'+'
+                    | b','
+                    | b';'
+                    | b'='
+                    | b':'
+                    | b'@'
+                    | b'/'
+                    | b'?'
+                    | b'%'
+            );
+        i += 1;
+    }
+    table
+};
 
 /// Serves every connection `listener` accepts until `shutdown` completes;
 /// then stops accepting, lets each connection finish the request it is
