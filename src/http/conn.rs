@@ -4,8 +4,11 @@
 //! and hyper's per-request machinery (its connection state machine, body
 //! plumbing and header encoding) cost more CPU than the rest of the hit.
 //! This loop parses each request head with `httparse` (hyper's own
-//! parser), calls the same tower service, and writes the response head and
-//! body with one `writev`.
+//! parser) and offers a GET or HEAD to a fast path first, as a borrowed
+//! [`Head`] (for `axle serve`, the hot memo): what it answers as a [`Wire`]
+//! goes out with no `http::Request` or `Response` ever built. Anything
+//! else becomes an `http::Request` for the tower service. Either way the
+//! response head and body leave in one `writev`.
 //!
 //! It serves only the plain case: an HTTP/1.1 request with no body and no
 //! `Upgrade` or `Expect`. Anything else (a request body, HTTP/1.0, an
