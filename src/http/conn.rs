@@ -52,7 +52,7 @@ const READ_RESERVE: usize = 4096;
 
 /// A response already in wire form, as a cache hit answers: no
 /// `http::Response` is built and no header map walked.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Wire {
     /// 304 Not Modified (no body, no length) rather than 200 OK.
     pub not_modified: bool,
@@ -63,6 +63,24 @@ pub struct Wire {
     pub more: &'static [u8],
     /// The body of a 200.
     pub body: Bytes,
+}
+
+/// A tower service the loop can serve: the bound every function here (and
+/// `axle::http::service`, `serve_service`) shares.
+pub trait HttpService:
+    Service<Request, Response = Response, Error = Infallible, Future: Send + 'static>
+    + Clone
+    + Send
+    + 'static
+{
+}
+
+impl<S> HttpService for S where
+    S: Service<Request, Response = Response, Error = Infallible, Future: Send + 'static>
+        + Clone
+        + Send
+        + 'static
+{
 }
 
 /// A parsed request head as the fast path sees it: nothing is built for
@@ -200,8 +218,7 @@ pub async fn serve<S, F>(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()>
 where
-    S: Service<Request, Response = Response, Error = Infallible> + Clone + Send + 'static,
-    S::Future: Send + 'static,
+    S: HttpService,
     F: Fn(&Head<'_>) -> Fast + Clone + Send + 'static,
 {
     let (stop, stopped) = watch::channel(false);
@@ -259,8 +276,7 @@ async fn connection<S, F>(
     stopped: watch::Receiver<bool>,
     _alive: mpsc::Sender<()>,
 ) where
-    S: Service<Request, Response = Response, Error = Infallible> + Clone + Send + 'static,
-    S::Future: Send + 'static,
+    S: HttpService,
     F: Fn(&Head<'_>) -> Fast,
 {
     let mut buf = BytesMut::with_capacity(8 * 1024);
@@ -496,9 +512,7 @@ async fn write_response(
     } else if let Some(n) = declared {
         Framing::Length(n)
     } else if let Some(n) = body.size_hint().exact() {
-        head.extend_from_slice(b"content-length: ");
-        decimal(head, n);
-        head.extend_from_slice(b"\r\n");
+        content_length(head, n);
         Framing::Length(n)
     } else if head_only {
         Framing::None
@@ -615,9 +629,7 @@ fn wire_head<'w>(head: &mut Vec<u8>, wire: &'w Wire, head_only: bool, close: boo
     head.extend_from_slice(&wire.fields);
     head.extend_from_slice(wire.more);
     if !wire.not_modified {
-        head.extend_from_slice(b"content-length: ");
-        decimal(head, wire.body.len() as u64);
-        head.extend_from_slice(b"\r\n");
+        content_length(head, wire.body.len() as u64);
     }
     date(head);
     if close {
@@ -643,8 +655,9 @@ where
     let mut unread = request;
     match parse(&mut unread, fast) {
         Parsed::Wire(wire, head_only, close) => {
-            let len = wire_head(head, &wire, head_only, close).len();
-            Some(wire.body.slice(..len))
+            // `wire_head` gives back the whole body or none of it.
+            let sent = wire_head(head, &wire, head_only, close).len();
+            Some(wire.body.slice(..sent))
         }
         _ => None,
     }
@@ -655,6 +668,13 @@ fn field(head: &mut Vec<u8>, name: &[u8], value: &[u8]) {
     head.extend_from_slice(name);
     head.extend_from_slice(b": ");
     head.extend_from_slice(value);
+    head.extend_from_slice(b"\r\n");
+}
+
+/// Appends a `content-length: n` line.
+fn content_length(head: &mut Vec<u8>, n: u64) {
+    head.extend_from_slice(b"content-length: ");
+    decimal(head, n);
     head.extend_from_slice(b"\r\n");
 }
 
@@ -709,8 +729,7 @@ async fn write_all(stream: &mut TcpStream, slices: &mut [IoSlice<'_>]) -> io::Re
 /// bytes this loop read and did not answer) first.
 async fn hand_off<S>(stream: TcpStream, read: Bytes, service: S, stopped: watch::Receiver<bool>)
 where
-    S: Service<Request, Response = Response, Error = Infallible> + Clone + Send + 'static,
-    S::Future: Send + 'static,
+    S: HttpService,
 {
     let io = hyper_util::rt::TokioIo::new(Replay { read, stream });
     let service = hyper_util::service::TowerToHyperService::new(

@@ -10,6 +10,7 @@ mod directory;
 mod error;
 
 pub use choose::{Chosen, choose};
+pub use conn::HttpService;
 pub use error::HttpError;
 
 use std::net::SocketAddr;
@@ -104,17 +105,7 @@ pub fn router(app: Arc<App>) -> Router {
 /// with no router in front (for a single catch-all route, the router's
 /// matching, URL-parameter extension and content-length bookkeeping took
 /// a doc hit from 15.8k to 19.2k instructions, callgrind).
-pub fn service(
-    app: Arc<App>,
-) -> impl tower::Service<
-    Request,
-    Response = Response,
-    Error = std::convert::Infallible,
-    Future: Send + 'static,
-> + Clone
-+ Send
-+ Sync
-+ 'static {
+pub fn service(app: Arc<App>) -> impl HttpService + Sync {
     handle.with_state(app)
 }
 
@@ -139,21 +130,11 @@ pub async fn serve_on(
 /// `listener` with the connection loop `axle serve` uses, until `shutdown`
 /// completes. Without the hot memo's wire-form fast path: every request
 /// goes to `service`.
-pub async fn serve_service<S>(
+pub async fn serve_service(
     listener: tokio::net::TcpListener,
-    service: S,
+    service: impl HttpService,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()>
-where
-    S: tower::Service<
-            Request,
-            Response = Response,
-            Error = std::convert::Infallible,
-            Future: Send + 'static,
-        > + Clone
-        + Send
-        + 'static,
-{
+) -> std::io::Result<()> {
     conn::serve(
         listener,
         service,
@@ -372,38 +353,52 @@ fn hot_lookup(
     query: &str,
     headers: &impl conn::Headers,
 ) -> Option<(Rendered, Arc<Location>)> {
+    let (key, location) = hot_memo_key(app, method, path, query, headers)?;
+    let rendered = app.pipeline.hot_get(&key)?;
+    Some((rendered, location))
+}
+
+/// The hot-memo key of a GET or HEAD, and its location; None for a
+/// request that is never memoized.
+fn hot_memo_key(
+    app: &App,
+    method: &Method,
+    path: &str,
+    query: &str,
+    headers: &impl conn::Headers,
+) -> Option<(FieldKey, Arc<Location>)> {
     if method != Method::GET && method != Method::HEAD {
         return None;
     }
     let normal = normalize_request_path(path)?;
-    let site = app.site();
-    let location = site.location(&normal.decoded);
+    let location = app.site().location(&normal.decoded);
     let query = pairs(query).ok()?;
     let (key, _, _) = hot_key(method, &location, headers, &query, &normal.url)?;
-    let rendered = app.pipeline.hot_get(&key)?;
-    Some((rendered, location))
+    Some((key, location))
 }
 
 /// The connection loop's fast path (`conn::Fast`), given the request head
 /// before any `http::Request` is built: a hot-memo hit whose header lines
 /// were built when it was memoized goes out in wire form. Locations that
 /// transcode the output, and every request while debug logging is on
-/// (`handle` logs each one), take the ordinary path.
+/// (`handle` logs each one), take the ordinary path without asking the
+/// memo here.
 fn hot_wire(app: &App, head: &conn::Head<'_>) -> conn::Fast {
     if tracing::enabled!(tracing::Level::DEBUG) {
         return conn::Fast::Pass;
     }
-    let Some((rendered, location)) = hot_lookup(app, head.method, head.path, head.query, head)
-    else {
+    let Some((key, location)) = hot_memo_key(app, head.method, head.path, head.query, head) else {
         return conn::Fast::Missed;
     };
-    // A transcoding location's hit is answered by `hot_response` (asked
-    // again).
-    let Some(lines) = rendered
-        .head
-        .as_ref()
-        .filter(|_| location.output_charset.is_none())
-    else {
+    if location.output_charset.is_some() {
+        return conn::Fast::Pass;
+    }
+    let Some(rendered) = app.pipeline.hot_get(&key) else {
+        return conn::Fast::Missed;
+    };
+    // Every memoized response carries its head; without one (never, in
+    // practice), the ordinary path answers.
+    let Some(lines) = rendered.head.as_ref() else {
         return conn::Fast::Pass;
     };
     let not_modified = etag_matches(head, lines.etag.as_bytes());
