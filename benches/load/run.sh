@@ -14,11 +14,13 @@
 #   DURATION          wrk duration of each measured cell (default 10s)
 #   WARMUP            unrecorded wrk run before each cell (default 2s; 0 = none)
 #   SCENARIOS         subset, in any order (default: all, in this order):
-#                     "doc trivial hello pairs c1000 churn dynamic heavy site"
+#                     "doc trivial hello pairs shared c1000 churn dynamic heavy site"
 #   PAIR_ROUNDS       interleaved rounds of the pairs scenario and of the
 #                     dynamic (article) pair (default 9); PAIR_DURATION
 #                     their length (default 3s), PAIR_WARMUP the unrecorded
 #                     run before each (default 1s)
+#   SHARED_ROUNDS     rounds of the shared scenario (default 7), each
+#                     SHARED_DURATION long (default 4s)
 #   SITE_DOCS         documents of the site scenario (default 100000)
 #   SITE_CACHE_MIB    --cache-size of the site scenario, MiB (default 64)
 #   SITE_WARMUP_MAX   longest warm-up of the site scenario, s (default 60)
@@ -44,11 +46,13 @@ set -euo pipefail
 
 DURATION=${DURATION:-10s}
 WARMUP=${WARMUP:-2s}
-ALL_SCENARIOS="doc trivial hello pairs c1000 churn dynamic heavy site"
+ALL_SCENARIOS="doc trivial hello pairs shared c1000 churn dynamic heavy site"
 SCENARIOS=${SCENARIOS:-$ALL_SCENARIOS}
 PAIR_ROUNDS=${PAIR_ROUNDS:-9}
 PAIR_DURATION=${PAIR_DURATION:-3s}
 PAIR_WARMUP=${PAIR_WARMUP:-1s}
+SHARED_ROUNDS=${SHARED_ROUNDS:-7}
+SHARED_DURATION=${SHARED_DURATION:-4s}
 SITE_DOCS=${SITE_DOCS:-100000}
 SITE_CACHE_MIB=${SITE_CACHE_MIB:-64}
 SITE_WARMUP_MAX=${SITE_WARMUP_MAX:-60}
@@ -579,6 +583,77 @@ scenario_pairs() {
     done
 }
 
+# shared: two Axle servers of the main site loaded at the same time, both
+# on SERVER_CPU, each by its own wrk on CLIENT_CPU, for SHARED_ROUNDS rounds
+# of SHARED_DURATION. The scheduler splits the one server CPU between the
+# two busy servers, so the ratio of their throughputs is the inverse ratio
+# of their CPU cost per request, and a change in the machine's speed
+# (other tenants, clock) hits both alike, which interleaved rounds cannot
+# promise. An A/A pair (two incremental servers of the same site) in the
+# same run shows the method's own spread. Used for incremental ÷ all on
+# the all-hit path, two modes of one binary whose true ratio is near 1.
+# Only for servers that run the same threads: the scheduler shares the CPU
+# between threads, not processes, so a server whose transform thread is
+# busy too (a miss, `off`) gets more than half (off ÷ incremental on the
+# trivial page measured 8.5–9× shared against 16× in single cells).
+# Each entry: CASE URL-NAME CONNECTIONS TARGET-A TARGET-B (ratio A ÷ B).
+SHARED_PAIRS=(
+    "doc-aa doc $CONNECTIONS axle-incremental axle-incremental-2"
+    "doc doc $CONNECTIONS axle-incremental axle-all"
+    "trivial trivial $CONNECTIONS axle-incremental axle-all"
+    "hello hello $HELLO_CONNECTIONS axle-incremental axle-all"
+)
+scenario_shared() {
+    if [[ -z ${PORT[axle-incremental-2]:-} ]]; then
+        start_axle main-incremental-2 "$WORK/main/site" incremental
+        PORT[axle-incremental-2]=$AX_PORT
+        SPID[axle-incremental-2]=$AX_PID
+    fi
+    add type=note "text=shared: both servers of a pair loaded at the same time for $SHARED_ROUNDS rounds of $SHARED_DURATION, both on CPU $SERVER_CPU, each by its own wrk on CPU $CLIENT_CPU; the ratio of their throughputs is the inverse ratio of their CPU cost per request. doc-aa pairs two incremental servers of the same site: the method's own spread"
+    local entry case name conns a b url round t full out st
+    local wrk=(wrk -t"$THREADS" -s "$HERE/bench.lua")
+    for entry in "${SHARED_PAIRS[@]}"; do
+        read -r case name conns a b <<<"$entry"
+        case $name in
+        doc) url=$DOC_URL ;;
+        trivial) url=$TRIVIAL_URL ;;
+        hello) url=$HELLO_URL ;;
+        esac
+        # shellcheck disable=SC2046
+        check shared "$case" "$url" "$REF/$name" before $(targets_args "$a" "$b")
+        for t in "$a" "$b"; do
+            [[ -n ${BAD[shared/$t]:-} ]] && continue 2
+            taskset -c "$CLIENT_CPU" "${wrk[@]}" -c"$conns" -d"$PAIR_WARMUP" "http://$HOST:${PORT[$t]}$url" >/dev/null 2>&1 || true
+        done
+        for ((round = 1; round <= SHARED_ROUNDS; round++)); do
+            local pids=()
+            for t in "$a" "$b"; do
+                full="http://$HOST:${PORT[$t]}$url"
+                out="$WORK/wrk/shared-$case-$t-$round.txt"
+                "${BENCH[@]}" client "$out" taskset -c "$CLIENT_CPU" "${wrk[@]}" -c"$conns" -d"$SHARED_DURATION" "$full" \
+                    >"$out.status" &
+                pids+=($!)
+            done
+            wait "${pids[@]}"
+            for t in "$a" "$b"; do
+                out="$WORK/wrk/shared-$case-$t-$round.txt"
+                read -r st _ <"$out.status"
+                if [[ $st != 0 ]] || ! grep -q '^BENCHJSON ' "$out"; then
+                    warn "wrk failed for shared $case $t (exit $st)"
+                    add type=note "text=shared ($case): wrk failed for $t in round $round, exit status $st"
+                    continue
+                fi
+                add type=cell scenario=shared "case=$case" "target=$t" conn=keep-alive "connections=$conns" \
+                    "threads=$THREADS" "url=$url" "duration=$SHARED_DURATION" "wrk=$out" "round=$round"
+            done
+            log "$(printf '%-8s %-9s round %d: %s' shared "$case" "$round" \
+                "$(for t in "$a" "$b"; do printf '%s %s req/s  ' "$t" "$(awk '/^Requests\/sec:/ {print $2}' "$WORK/wrk/shared-$case-$t-$round.txt")"; done)")"
+        done
+        # shellcheck disable=SC2046
+        check shared "$case" "$url" "$REF/$name" after $(targets_args "$a" "$b")
+    done
+}
+
 scenario_c1000() {
     local peers=(nginx-static axle-all axle-incremental) t
     # shellcheck disable=SC2046
@@ -1011,7 +1086,7 @@ log "scenarios: $SCENARIOS; DURATION=$DURATION per cell, WARMUP=$WARMUP"
 for scen in $ALL_SCENARIOS; do
     want "$scen" || continue
     case $scen in
-    doc | trivial | hello | pairs | c1000)
+    doc | trivial | hello | pairs | shared | c1000)
         start_main
         sample_busy "before $scen"
         case $scen in
@@ -1019,6 +1094,7 @@ for scen in $ALL_SCENARIOS; do
         trivial) scenario_doc_like trivial trivial "$TRIVIAL_URL" "$REF/trivial" ;;
         hello) scenario_hello ;;
         pairs) scenario_pairs ;;
+        shared) scenario_shared ;;
         c1000) scenario_c1000 ;;
         esac
         ;;
