@@ -470,6 +470,9 @@ pub async fn run_case(pipelines: &Pipelines, case: Arc<Case>) -> CaseResult {
         None => Ok(Bytes::new()),
     };
     let mode_mismatch = mode_mismatch(&outcomes);
+    if mode_mismatch.is_some() {
+        dump_outcomes(&case, &outcomes);
+    }
     let mut verdicts = [Verdict::Pass, Verdict::Pass, Verdict::Pass];
     for (i, mode) in MODES.iter().enumerate() {
         let runs: Vec<&Outcome> = outcomes
@@ -701,6 +704,29 @@ fn cache_problem(mode: CacheMode, runs: &[&Outcome]) -> Option<String> {
         }
         _ => None,
     }
+}
+
+/// With `AXLE_CONFORMANCE_DUMP=DIR`, a case whose modes disagree leaves
+/// every body it got in DIR (`<case>.<mode>.<request>`), to diff.
+fn dump_outcomes(case: &Case, outcomes: &[(CacheMode, usize, Outcome)]) {
+    let Some(dir) = std::env::var_os("AXLE_CONFORMANCE_DUMP") else {
+        return;
+    };
+    let dir = PathBuf::from(dir);
+    let _ = std::fs::create_dir_all(&dir);
+    let name = case.id.replace('/', "_");
+    for (mode, n, outcome) in outcomes {
+        let body: &[u8] = match outcome {
+            Ok(r) => &r.body,
+            Err(e) => e.as_bytes(),
+        };
+        let _ = std::fs::write(dir.join(format!("{name}.{mode}.{}", n + 1)), body);
+    }
+    loud(&format!(
+        "  {}: modes disagree; bodies in {}\n",
+        case.id,
+        dir.display()
+    ));
 }
 
 fn mode_mismatch(outcomes: &[(CacheMode, usize, Outcome)]) -> Option<String> {
