@@ -8,8 +8,9 @@
 //!   limit, and one external-entity loader through which *every* file libxml2
 //!   or libxslt reads passes (imports, includes, `document()`, DTDs, entities);
 //! - [`XmlDoc`] (an owned tree, `Send`), [`Stylesheet`] (compiled once, shared
-//!   across threads, `Send + Sync`) and [`ResultDoc`] (a transform result that
-//!   must be serialized by the stylesheet that made it);
+//!   across threads, `Send + Sync`, one transform at a time) and [`ResultDoc`]
+//!   (a transform result that must be serialized by the stylesheet that made
+//!   it);
 //! - per-thread error capture: libxml2/libxslt messages go into a buffer of the
 //!   calling thread and come back as [`XmlError`], never to stderr;
 //! - shared parsed DTDs (`dtd`, with `csrc/dtd.c`): a document's external
@@ -31,7 +32,7 @@ use std::cell::{Cell, RefCell};
 use std::ffi::{CStr, CString};
 use std::os::raw::{c_char, c_int};
 use std::ptr::{self, NonNull};
-use std::sync::{Arc, Once};
+use std::sync::{Arc, Mutex, Once};
 
 /// Parse options for documents served to the public: entities substituted
 /// (so libxml2's amplification guards apply), DTD attribute defaults as
@@ -721,14 +722,24 @@ pub struct OutputSettings {
 pub struct Stylesheet {
     ptr: NonNull<sys::xsltStylesheet>,
     output: OutputSettings,
+    /// Held for the whole of each transform: one transform at a time per
+    /// compiled stylesheet. libxslt documents a compiled stylesheet as
+    /// shareable between concurrent transforms, but with the DocBook
+    /// stylesheets, concurrent transforms on one compiled stylesheet
+    /// occasionally rendered a section's title as its parent's (about 1
+    /// in 4,500 renders at 4 transform threads; never with one thread).
+    /// Until the shared state is found, transforms of one stylesheet do
+    /// not overlap.
+    running: Mutex<()>,
 }
 
-// SAFETY: libxslt documents that a compiled stylesheet can be used by several
-// transforms at once, including from several threads (libxslt's own
-// testThreads.c shares one); each transform gets its own context, and Axle
-// never calls an API that mutates a stylesheet after compilation.
+// SAFETY: a compiled stylesheet is a self-contained heap structure owned
+// by this value; libxslt reads it from each transform's own context, and
+// `running` keeps two transforms from using one at the same time (see
+// there). Serialization (`ResultDoc`) only reads its `xsl:output` fields.
 unsafe impl Send for Stylesheet {}
-// SAFETY: see Send: shared use is read-only.
+// SAFETY: see Send: transforms are serialized by `running`; every other
+// use is read-only.
 unsafe impl Sync for Stylesheet {}
 
 impl Drop for Stylesheet {
@@ -817,7 +828,11 @@ impl Stylesheet {
                 encoding: opt_string(sys::shim_out_encoding(ptr.as_ptr())),
             }
         };
-        Stylesheet { ptr, output }
+        Stylesheet {
+            ptr,
+            output,
+            running: Mutex::new(()),
+        }
     }
 
     /// The stylesheet's `xsl:output` settings.
@@ -846,6 +861,23 @@ impl Stylesheet {
         let mut param_ptrs: Vec<*const c_char> = c_params.iter().map(|c| c.as_ptr()).collect();
         param_ptrs.push(ptr::null());
         let _guard = ResolverGuard::install(resolver);
+        // A transform that renders an `axle:` document through this same
+        // stylesheet does so on this thread, inside this transform: it
+        // must not wait for itself. A poisoned lock only means another
+        // transform panicked; the stylesheet is unchanged, so it is taken
+        // anyway.
+        let key = self.ptr.as_ptr() as usize;
+        let reentered = RUNNING_HERE.with(|held| held.borrow().contains(&key));
+        let _running = if reentered {
+            None
+        } else {
+            Some(
+                self.running
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner),
+            )
+        };
+        let _held = (!reentered).then(|| RunningHere::enter(key));
         let style = self.ptr.as_ptr();
         let doc_ptr = doc.ptr.as_ptr();
         // SAFETY: `style` is a live compiled stylesheet; `doc_ptr` is a live
@@ -916,6 +948,33 @@ impl Stylesheet {
                 }))
             }
         }
+    }
+}
+
+thread_local! {
+    /// Stylesheets (by address) whose `running` lock this thread holds.
+    static RUNNING_HERE: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// This thread's mark that it holds a stylesheet's `running` lock, removed
+/// when dropped.
+struct RunningHere(usize);
+
+impl RunningHere {
+    fn enter(key: usize) -> RunningHere {
+        RUNNING_HERE.with(|held| held.borrow_mut().push(key));
+        RunningHere(key)
+    }
+}
+
+impl Drop for RunningHere {
+    fn drop(&mut self) {
+        RUNNING_HERE.with(|held| {
+            let mut held = held.borrow_mut();
+            if let Some(i) = held.iter().rposition(|k| *k == self.0) {
+                held.remove(i);
+            }
+        });
     }
 }
 

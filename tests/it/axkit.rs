@@ -1749,6 +1749,39 @@ async fn an_axle_uri_loop_is_reported_not_followed() {
     }
 }
 
+/// A document whose stylesheet reads another document rendered through
+/// that same stylesheet: the nested transform runs inside the outer one,
+/// on its thread, and must not wait for it (transforms of one compiled
+/// stylesheet are otherwise one at a time).
+#[tokio::test(flavor = "multi_thread")]
+async fn an_axle_uri_rendered_through_the_same_stylesheet_does_not_wait_for_itself() {
+    let site = TestSite::new();
+    site.write(
+        "t/same.xsl",
+        r#"<xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">
+<xsl:output method="xml" omit-xml-declaration="yes"/>
+<xsl:template match="/outer"><o><xsl:copy-of select="document('axle:/ax/inner.xml')"/></o></xsl:template>
+<xsl:template match="/inner"><i/></xsl:template>
+</xsl:stylesheet>
+"#,
+    );
+    site.write(
+        "ax/outer.xml",
+        "<?xml-stylesheet type=\"text/xsl\" href=\"/t/same.xsl\"?>\n<outer/>\n",
+    );
+    site.write(
+        "ax/inner.xml",
+        "<?xml-stylesheet type=\"text/xsl\" href=\"/t/same.xsl\"?>\n<inner/>\n",
+    );
+    for mode in MODES {
+        let server = Server::start(&site.root, mode, "").await;
+        let r = tokio::time::timeout(Duration::from_secs(10), server.get("/ax/outer.xml"))
+            .await
+            .unwrap_or_else(|_| panic!("{mode}: no answer in 10 s"));
+        assert_eq!((r.status, r.text().trim()), (200, "<o><i/></o>"), "{mode}");
+    }
+}
+
 // ---------------------------------------------------------------------------
 // 11. XInclude
 
