@@ -561,15 +561,18 @@ PAIRS=(
     "doc-hit doc $CONNECTIONS axle-incremental nginx-static"
     "doc-nocache doc $CONNECTIONS axle-off nginx-xslt"
 )
+main_url() { # NAME (doc, trivial, hello): that page's URL on the main site
+    case $1 in
+    doc) echo "$DOC_URL" ;;
+    trivial) echo "$TRIVIAL_URL" ;;
+    hello) echo "$HELLO_URL" ;;
+    esac
+}
 scenario_pairs() {
     local entry case name conns a b url round t order
     for entry in "${PAIRS[@]}"; do
         read -r case name conns a b <<<"$entry"
-        case $name in
-        doc) url=$DOC_URL ;;
-        trivial) url=$TRIVIAL_URL ;;
-        hello) url=$HELLO_URL ;;
-        esac
+        url=$(main_url "$name")
         # shellcheck disable=SC2046
         check pairs "$case" "$url" "$REF/$name" before $(targets_args "$a" "$b")
         for ((round = 1; round <= PAIR_ROUNDS; round++)); do
@@ -614,11 +617,7 @@ scenario_shared() {
     local wrk=(wrk -t"$THREADS" -s "$HERE/bench.lua")
     for entry in "${SHARED_PAIRS[@]}"; do
         read -r case name conns a b <<<"$entry"
-        case $name in
-        doc) url=$DOC_URL ;;
-        trivial) url=$TRIVIAL_URL ;;
-        hello) url=$HELLO_URL ;;
-        esac
+        url=$(main_url "$name")
         # shellcheck disable=SC2046
         check shared "$case" "$url" "$REF/$name" before $(targets_args "$a" "$b")
         for t in "$a" "$b"; do

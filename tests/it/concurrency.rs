@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::support::{MODES, TestServer, TestSite, tick};
+use crate::support::{MODES, TestServer, TestSite, copy_dir, tick};
 use axle::CacheMode;
 
 /// What `/three.xml` renders to.
@@ -238,27 +238,13 @@ async fn edits_during_requests(write: fn(&TestSite, &str)) {
     }
 }
 
-/// Copies the directory `from` into `to`, recursively.
-fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
-
 /// The stylesheet race behind the per-stylesheet transform lock (1e44ac1):
 /// the libxslt suite's DocBook test documents through the html, xhtml and
 /// fo stylesheets at once, four transform threads, `off`, 12 requests in
 /// flight, every body compared with that document's render alone. Before
-/// the lock about 1 render in 4,500 gave a section its parent's title.
-/// Long (`AXLE_STRESS_ROUNDS` rounds of 180 renders, default 40, about
-/// 3 minutes on 2 cores), so ignored: `cargo test --test it -- --ignored
+/// the lock 1 render in 4,500 to 18,000 gave a section its parent's title.
+/// Long (`AXLE_STRESS_ROUNDS` rounds of 180 renders, default 40; 100
+/// rounds took 5 minutes on 2 cores), so ignored: `cargo test --test it -- --ignored
 /// concurrent_docbook`. Needs the shared folder (`AXLE_SHARED`).
 #[tokio::test(flavor = "multi_thread")]
 #[ignore]
@@ -277,11 +263,11 @@ async fn concurrent_docbook_renders_match_renders_alone() {
     }
     let site = TestSite::new();
     let docbook = site.root.join("docbook");
-    copy_tree(&suite, &docbook);
+    copy_dir(&suite, &docbook);
     let mut toml = String::new();
     let mut paths = Vec::new();
     for (dir, style) in [("x", "xhtml"), ("h", "html"), ("f", "fo")] {
-        copy_tree(&docbook.join("test"), &docbook.join(dir));
+        copy_dir(&docbook.join("test"), &docbook.join(dir));
         toml.push_str(&format!(
             "[[location.\"/docbook/{dir}\".processor]]\ntype = \"text/xsl\"\nhref = \"/docbook/{style}/docbook.xsl\"\n"
         ));
@@ -300,22 +286,11 @@ async fn concurrent_docbook_renders_match_renders_alone() {
     config.workers = 4;
     let registry = axle::Registry::default();
     let site_config = axle::site::SiteConfig::load(&config_path, registry.clone()).unwrap();
-    let app = axle::http::App::with_site(&config, registry, site_config).unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let task = tokio::spawn(async move {
-        axle::http::serve_on(listener, app, std::future::pending())
-            .await
-            .unwrap();
-    });
+    let server = TestServer::start_full(config, registry, site_config).await;
     let client = reqwest::Client::new();
     let mut alone = BTreeMap::new();
     for path in &paths {
-        let r = client
-            .get(format!("http://{addr}{path}"))
-            .send()
-            .await
-            .unwrap();
+        let r = client.get(server.url(path)).send().await.unwrap();
         if r.status() == 200 {
             alone.insert(path.clone(), r.bytes().await.unwrap());
         }
@@ -331,7 +306,7 @@ async fn concurrent_docbook_renders_match_renders_alone() {
         let mut tasks = Vec::new();
         for path in alone.keys().chain(alone.keys()) {
             let (client, gate, path) = (client.clone(), gate.clone(), path.clone());
-            let url = format!("http://{addr}{path}");
+            let url = server.url(&path);
             tasks.push(tokio::spawn(async move {
                 let _permit = gate.acquire_owned().await.unwrap();
                 let body = client.get(url).send().await.unwrap().bytes().await.unwrap();
@@ -349,7 +324,6 @@ async fn concurrent_docbook_renders_match_renders_alone() {
             }
         }
     }
-    task.abort();
     assert!(
         bad.is_empty(),
         "{} of {} renders differ from the render alone:\n{}",

@@ -68,7 +68,7 @@ impl TestSite {
     }
 }
 
-fn copy_dir(from: &Path, to: &Path) {
+pub fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();
@@ -163,7 +163,9 @@ impl TestServer {
         registry: axle::Registry,
         site: axle::site::SiteConfig,
     ) -> TestServer {
-        config.workers = 2;
+        if config.workers == 0 {
+            config.workers = 2;
+        }
         let app = App::with_site(&config, registry, site).unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
