@@ -8,7 +8,8 @@
 //!   limit, and one external-entity loader through which *every* file libxml2
 //!   or libxslt reads passes (imports, includes, `document()`, DTDs, entities);
 //! - [`XmlDoc`] (an owned tree, `Send`), [`Stylesheet`] (compiled once, shared
-//!   across threads, `Send + Sync`, one transform at a time) and [`ResultDoc`]
+//!   across threads, `Send + Sync`; each transform runs on a compiled
+//!   instance of its own, as libxml2 writes into compiled XPath) and [`ResultDoc`]
 //!   (a transform result that must be serialized by the stylesheet that made
 //!   it);
 //! - per-thread error capture: libxml2/libxslt messages go into a buffer of the
@@ -32,7 +33,8 @@ use std::cell::{Cell, RefCell};
 use std::ffi::{CStr, CString};
 use std::os::raw::{c_char, c_int};
 use std::ptr::{self, NonNull};
-use std::sync::{Arc, Mutex, Once};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, Once};
 
 /// Parse options for documents served to the public: entities substituted
 /// (so libxml2's amplification guards apply), DTD attribute defaults as
@@ -717,36 +719,183 @@ pub struct OutputSettings {
     pub encoding: Option<String>,
 }
 
-/// A compiled XSLT stylesheet, parsed once and shared by every transform.
+/// A compiled XSLT stylesheet, compiled once from one set of bytes and
+/// shared by every transform.
+///
+/// libxslt documents a compiled stylesheet as shareable between concurrent
+/// transforms, but with the system libraries (libxml2 2.9.14, libxslt
+/// 1.1.35) a transform writes into it:
+/// - libxml2's XPath evaluator reorders the two branches of a union
+///   (`xmlXPathCompSwap`, after `if (total > cur)` in `xmlXPathCompOpEval`
+///   and the first/last variants) in the shared compiled expression. Its
+///   guard is compiled out in thread-enabled builds. A concurrent
+///   evaluation that reads the branches between two swaps evaluates one
+///   branch twice and the other not at all: DocBook's
+///   `(ancestor::section|…|ancestor::sect5)[last()]` then picks a
+///   section's parent, and the page shows the parent's title.
+/// - `xsl:sort` whose `data-type`, `order` or `lang` is an attribute value
+///   template stores the evaluated value in the shared instruction and
+///   frees it after sorting (`xsltDefaultSortFunction`).
+///
+/// So each transform uses one compiled *instance* by itself: an idle one
+/// when there is one, otherwise a new one compiled from exactly the bytes
+/// the first compile read (kept in a [`Recipe`]). Instances grow to the
+/// largest number of transforms of this stylesheet that ran at once, which
+/// the transform pool's size bounds, and are reused from then on.
 #[derive(Debug)]
 pub struct Stylesheet {
-    ptr: NonNull<sys::xsltStylesheet>,
+    /// Instances no transform is using.
+    idle: Mutex<Vec<Arc<Compiled>>>,
+    /// Signalled when an instance goes back to `idle`.
+    returned: Condvar,
+    /// How the first instance was compiled, to compile more.
+    recipe: Recipe,
+    /// Set when compiling another instance failed; from then on a transform
+    /// waits for an idle instance instead.
+    no_more: AtomicBool,
+    /// Instances compiled, idle or in use.
+    instances: AtomicUsize,
     output: OutputSettings,
-    /// Held for the whole of each transform: one transform at a time per
-    /// compiled stylesheet. libxslt documents a compiled stylesheet as
-    /// shareable between concurrent transforms, but with the DocBook
-    /// stylesheets, concurrent transforms on one compiled stylesheet
-    /// occasionally rendered a section's title as its parent's (about 1
-    /// in 4,500 renders at 4 transform threads; none in 9,000 with one).
-    /// Until the shared state is found, transforms of one stylesheet do
-    /// not overlap.
-    running: Mutex<()>,
 }
 
-// SAFETY: a compiled stylesheet is a self-contained heap structure owned
-// by this value; libxslt reads it from each transform's own context, and
-// `running` keeps two transforms from using one at the same time (see
-// there). Serialization (`ResultDoc`) only reads its `xsl:output` fields.
-unsafe impl Send for Stylesheet {}
-// SAFETY: see Send: transforms are serialized by `running`; every other
-// use is read-only.
-unsafe impl Sync for Stylesheet {}
+/// One compiled instance: libxslt's `xsltStylesheet`, with its document.
+#[derive(Debug)]
+struct Compiled(NonNull<sys::xsltStylesheet>);
 
-impl Drop for Stylesheet {
+// SAFETY: a compiled stylesheet is a self-contained heap structure owned by
+// this value. A transform writes into it (see `Stylesheet`), so a transform
+// uses an instance only while it holds the instance's `Lease`, which no
+// other transform can hold at the same time. Every other use (reading the
+// `xsl:output` settings, serializing a result) reads fields that no
+// transform writes.
+unsafe impl Send for Compiled {}
+// SAFETY: see Send.
+unsafe impl Sync for Compiled {}
+
+impl Drop for Compiled {
     fn drop(&mut self) {
-        // SAFETY: we own the stylesheet (and, through it, its document).
-        unsafe { sys::xsltFreeStylesheet(self.ptr.as_ptr()) };
+        // SAFETY: we own the stylesheet (and, through it, its document); no
+        // lease or result refers to it any more (they hold an Arc).
+        unsafe { sys::xsltFreeStylesheet(self.0.as_ptr()) };
     }
+}
+
+/// What the first compile of a stylesheet read: its bytes and every file
+/// loaded while compiling it (imports, includes, DTDs, entities), so a
+/// further instance is compiled from exactly the same bytes even if the
+/// files have changed since. (A changed file is a new stylesheet for the
+/// caches above, compiled afresh.)
+#[derive(Debug)]
+struct Recipe {
+    bytes: Vec<u8>,
+    url: String,
+    /// The ID of an embedded stylesheet (`href="#id"`).
+    id: Option<String>,
+    /// `(requested URL, what the resolver gave)`, in the order read.
+    loads: Arc<Vec<(String, Loaded)>>,
+}
+
+/// Passes loads on to the caller's resolver, and keeps a copy of each for
+/// the [`Recipe`].
+struct Recorder {
+    inner: Arc<dyn Resolver>,
+    loads: Mutex<Vec<(String, Loaded)>>,
+}
+
+impl Resolver for Recorder {
+    fn load(&self, url: &str) -> Result<Loaded, String> {
+        let loaded = self.inner.load(url)?;
+        self.loads
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push((url.to_string(), loaded.clone()));
+        Ok(loaded)
+    }
+}
+
+/// Answers loads from a [`Recipe`]: what the first compile was given.
+struct Replay(Arc<Vec<(String, Loaded)>>);
+
+impl Resolver for Replay {
+    fn load(&self, url: &str) -> Result<Loaded, String> {
+        self.0
+            .iter()
+            .find(|(asked, _)| asked == url)
+            .map(|(_, loaded)| loaded.clone())
+            .ok_or_else(|| format!("{url} was not read when the stylesheet was first compiled"))
+    }
+}
+
+impl Recipe {
+    /// Compiles one instance; every load goes to `resolver`.
+    fn compile(&self, resolver: Arc<dyn Resolver>) -> Result<Compiled, XmlError> {
+        match &self.id {
+            None => compile_document(&self.bytes, &self.url, resolver),
+            Some(id) => compile_embedded(&self.bytes, &self.url, id, resolver),
+        }
+    }
+}
+
+fn compile_document(
+    bytes: &[u8],
+    url: &str,
+    resolver: Arc<dyn Resolver>,
+) -> Result<Compiled, XmlError> {
+    let doc = XmlDoc::parse(bytes, url, resolver.clone())?;
+    begin();
+    let _guard = ResolverGuard::install(resolver);
+    let raw = doc.into_raw();
+    // SAFETY: `raw` is a live document we own. On success the stylesheet
+    // owns it; on NULL it stays ours and is freed below.
+    let style = unsafe { sys::xsltParseStylesheetDoc(raw) };
+    // SAFETY: a non-NULL stylesheet is live; reading its error count.
+    if !style.is_null() && unsafe { sys::shim_style_errors(style) } != 0 {
+        // SAFETY: libxslt returned a stylesheet that counted errors (as
+        // xsltproc, we refuse it); freeing it frees its document too.
+        unsafe { sys::xsltFreeStylesheet(style) };
+        return Err(XmlError::Compile(take_messages()));
+    }
+    let Some(ptr) = NonNull::new(style) else {
+        // SAFETY: compilation failed, so the document is still ours.
+        unsafe { sys::xmlFreeDoc(raw) };
+        let msg = take_messages();
+        return Err(XmlError::Compile(if msg.is_empty() {
+            format!("{url} is not an XSLT stylesheet")
+        } else {
+            msg
+        }));
+    };
+    let warnings = take_messages();
+    if !warnings.is_empty() {
+        tracing::debug!(stylesheet = url, %warnings, "stylesheet compiled with messages");
+    }
+    Ok(Compiled(ptr))
+}
+
+fn compile_embedded(
+    bytes: &[u8],
+    url: &str,
+    id: &str,
+    resolver: Arc<dyn Resolver>,
+) -> Result<Compiled, XmlError> {
+    let doc = XmlDoc::parse(bytes, url, resolver.clone())?;
+    let c_id = c_string(id, "stylesheet id")?;
+    begin();
+    let _guard = ResolverGuard::install(resolver);
+    // SAFETY: `doc` is a live document we own and keep until after the
+    // call; the shim copies the subtree into a new document that the
+    // returned stylesheet owns (or frees it on failure).
+    let style = unsafe { sys::shim_embedded_stylesheet(doc.ptr.as_ptr(), c_id.as_ptr()) };
+    drop(doc);
+    let Some(ptr) = NonNull::new(style) else {
+        let msg = take_messages();
+        return Err(XmlError::Compile(if msg.is_empty() {
+            format!("no stylesheet with ID '{id}' in {url}")
+        } else {
+            msg
+        }));
+    };
+    Ok(Compiled(ptr))
 }
 
 impl Stylesheet {
@@ -757,35 +906,7 @@ impl Stylesheet {
         url: &str,
         resolver: Arc<dyn Resolver>,
     ) -> Result<Stylesheet, XmlError> {
-        let doc = XmlDoc::parse(bytes, url, resolver.clone())?;
-        begin();
-        let _guard = ResolverGuard::install(resolver);
-        let raw = doc.into_raw();
-        // SAFETY: `raw` is a live document we own. On success the stylesheet
-        // owns it; on NULL it stays ours and is freed below.
-        let style = unsafe { sys::xsltParseStylesheetDoc(raw) };
-        // SAFETY: a non-NULL stylesheet is live; reading its error count.
-        if !style.is_null() && unsafe { sys::shim_style_errors(style) } != 0 {
-            // SAFETY: libxslt returned a stylesheet that counted errors (as
-            // xsltproc, we refuse it); freeing it frees its document too.
-            unsafe { sys::xsltFreeStylesheet(style) };
-            return Err(XmlError::Compile(take_messages()));
-        }
-        let Some(ptr) = NonNull::new(style) else {
-            // SAFETY: compilation failed, so the document is still ours.
-            unsafe { sys::xmlFreeDoc(raw) };
-            let msg = take_messages();
-            return Err(XmlError::Compile(if msg.is_empty() {
-                format!("{url} is not an XSLT stylesheet")
-            } else {
-                msg
-            }));
-        };
-        let warnings = take_messages();
-        if !warnings.is_empty() {
-            tracing::debug!(stylesheet = url, %warnings, "stylesheet compiled with messages");
-        }
-        Ok(Stylesheet::from_compiled(ptr))
+        Stylesheet::first(bytes, url, None, resolver)
     }
 
     /// Compiles the stylesheet embedded in the document `bytes` (at `url`)
@@ -798,46 +919,110 @@ impl Stylesheet {
         id: &str,
         resolver: Arc<dyn Resolver>,
     ) -> Result<Stylesheet, XmlError> {
-        let doc = XmlDoc::parse(bytes, url, resolver.clone())?;
-        let c_id = c_string(id, "stylesheet id")?;
-        begin();
-        let _guard = ResolverGuard::install(resolver);
-        // SAFETY: `doc` is a live document we own and keep until after the
-        // call; the shim copies the subtree into a new document that the
-        // returned stylesheet owns (or frees it on failure).
-        let style = unsafe { sys::shim_embedded_stylesheet(doc.ptr.as_ptr(), c_id.as_ptr()) };
-        drop(doc);
-        let Some(ptr) = NonNull::new(style) else {
-            let msg = take_messages();
-            return Err(XmlError::Compile(if msg.is_empty() {
-                format!("no stylesheet with ID '{id}' in {url}")
-            } else {
-                msg
-            }));
-        };
-        Ok(Stylesheet::from_compiled(ptr))
+        Stylesheet::first(bytes, url, Some(id), resolver)
     }
 
-    fn from_compiled(ptr: NonNull<sys::xsltStylesheet>) -> Stylesheet {
+    /// Compiles the first instance, recording what it read.
+    fn first(
+        bytes: &[u8],
+        url: &str,
+        id: Option<&str>,
+        resolver: Arc<dyn Resolver>,
+    ) -> Result<Stylesheet, XmlError> {
+        let recorder = Arc::new(Recorder {
+            inner: resolver,
+            loads: Mutex::new(Vec::new()),
+        });
+        let mut recipe = Recipe {
+            bytes: bytes.to_vec(),
+            url: url.to_string(),
+            id: id.map(str::to_string),
+            loads: Arc::new(Vec::new()),
+        };
+        let compiled = recipe.compile(recorder.clone())?;
+        recipe.loads = Arc::new(std::mem::take(
+            &mut *recorder
+                .loads
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        ));
+        let ptr = compiled.0.as_ptr();
         // SAFETY: the stylesheet is live; the returned strings belong to it
         // (or its imports) and are copied immediately.
         let output = unsafe {
             OutputSettings {
-                method: opt_string(sys::shim_out_method(ptr.as_ptr())),
-                media_type: opt_string(sys::shim_out_media_type(ptr.as_ptr())),
-                encoding: opt_string(sys::shim_out_encoding(ptr.as_ptr())),
+                method: opt_string(sys::shim_out_method(ptr)),
+                media_type: opt_string(sys::shim_out_media_type(ptr)),
+                encoding: opt_string(sys::shim_out_encoding(ptr)),
             }
         };
-        Stylesheet {
-            ptr,
+        Ok(Stylesheet {
+            idle: Mutex::new(vec![Arc::new(compiled)]),
+            returned: Condvar::new(),
+            recipe,
+            no_more: AtomicBool::new(false),
+            instances: AtomicUsize::new(1),
             output,
-            running: Mutex::new(()),
-        }
+        })
     }
 
     /// The stylesheet's `xsl:output` settings.
     pub fn output(&self) -> &OutputSettings {
         &self.output
+    }
+
+    /// How many compiled instances exist (see [`Stylesheet`]).
+    pub fn instances(&self) -> usize {
+        self.instances.load(Ordering::Relaxed)
+    }
+
+    /// An instance for one transform, used by nothing else until the lease
+    /// drops: an idle one, else a newly compiled one. A transform nested in
+    /// another on this thread (an `axle:` document rendered through this
+    /// stylesheet) never waits, as the instance it would wait for is its
+    /// caller's.
+    fn lease(&self) -> Result<Lease<'_>, XmlError> {
+        let key = std::ptr::from_ref(self) as usize;
+        let nested = RUNNING_HERE.with(|held| held.borrow().contains(&key));
+        let lock = || {
+            self.idle
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        };
+        let mut idle = lock();
+        loop {
+            if let Some(compiled) = idle.pop() {
+                return Ok(Lease::new(self, compiled, key));
+            }
+            if nested || !self.no_more.load(Ordering::Acquire) {
+                drop(idle);
+                let replay: Arc<dyn Resolver> = Arc::new(Replay(Arc::clone(&self.recipe.loads)));
+                match self.recipe.compile(replay) {
+                    Ok(compiled) => {
+                        let n = self.instances.fetch_add(1, Ordering::Relaxed) + 1;
+                        tracing::debug!(stylesheet = %self.recipe.url, instances = n, "compiled another instance");
+                        return Ok(Lease::new(self, Arc::new(compiled), key));
+                    }
+                    Err(e) => {
+                        self.no_more.store(true, Ordering::Release);
+                        tracing::warn!(stylesheet = %self.recipe.url, error = %e,
+                            "could not compile another instance: its transforms now take turns");
+                        if nested {
+                            return Err(XmlError::Transform(format!(
+                                "a nested render through {} needs a second compiled instance, and compiling it failed: {e}",
+                                self.recipe.url
+                            )));
+                        }
+                        idle = lock();
+                        continue;
+                    }
+                }
+            }
+            idle = self
+                .returned
+                .wait(idle)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
     }
 
     /// Transforms `doc` (consumed: libxslt mutates its input). `params` are
@@ -852,7 +1037,6 @@ impl Stylesheet {
         limits: &Limits,
         resolver: Arc<dyn Resolver>,
     ) -> Result<ResultDoc, XmlError> {
-        begin();
         let mut c_params: Vec<CString> = Vec::with_capacity(params.len() * 2);
         for (name, value) in params {
             c_params.push(c_string(name, "parameter name")?);
@@ -860,30 +1044,17 @@ impl Stylesheet {
         }
         let mut param_ptrs: Vec<*const c_char> = c_params.iter().map(|c| c.as_ptr()).collect();
         param_ptrs.push(ptr::null());
+        // Before `begin`: compiling an instance uses the error buffer too.
+        let lease = self.lease()?;
+        begin();
         let _guard = ResolverGuard::install(resolver);
-        // A transform that renders an `axle:` document through this same
-        // stylesheet does so on this thread, inside this transform: it
-        // must not wait for itself. A poisoned lock only means another
-        // transform panicked; the stylesheet is unchanged, so it is taken
-        // anyway.
-        let key = self.ptr.as_ptr() as usize;
-        let reentered = RUNNING_HERE.with(|held| held.borrow().contains(&key));
-        let _running = if reentered {
-            None
-        } else {
-            Some(
-                self.running
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner),
-            )
-        };
-        let _held = (!reentered).then(|| RunningHere::enter(key));
-        let style = self.ptr.as_ptr();
+        let style = lease.compiled.0.as_ptr();
         let doc_ptr = doc.ptr.as_ptr();
-        // SAFETY: `style` is a live compiled stylesheet; `doc_ptr` is a live
-        // document we own, kept alive (by `doc`) until after the context is
-        // freed; the params array is NULL-terminated and its strings outlive
-        // the call. The context is created and freed here.
+        // SAFETY: `style` is a live compiled instance that this transform
+        // alone uses (the lease); `doc_ptr` is a live document we own, kept
+        // alive (by `doc`) until after the context is freed; the params
+        // array is NULL-terminated and its strings outlive the call. The
+        // context is created and freed here.
         let (result, state) = unsafe {
             let ctxt = sys::xsltNewTransformContext(style, doc_ptr);
             if ctxt.is_null() {
@@ -918,6 +1089,8 @@ impl Stylesheet {
             (result, state)
         };
         drop(doc); // the source is freed after its context
+        let compiled = Arc::clone(&lease.compiled);
+        drop(lease);
         let messages = take_messages();
         match NonNull::new(result) {
             Some(ptr) if state == 0 => {
@@ -932,6 +1105,7 @@ impl Stylesheet {
                 Ok(ResultDoc {
                     doc: out,
                     style: Arc::clone(self),
+                    compiled,
                 })
             }
             other => {
@@ -951,12 +1125,41 @@ impl Stylesheet {
     }
 }
 
+/// One transform's exclusive use of a compiled instance; gives it back
+/// (and wakes a waiting transform) when dropped.
+struct Lease<'a> {
+    style: &'a Stylesheet,
+    compiled: Arc<Compiled>,
+    _here: RunningHere,
+}
+
+impl<'a> Lease<'a> {
+    fn new(style: &'a Stylesheet, compiled: Arc<Compiled>, key: usize) -> Lease<'a> {
+        Lease {
+            style,
+            compiled,
+            _here: RunningHere::enter(key),
+        }
+    }
+}
+
+impl Drop for Lease<'_> {
+    fn drop(&mut self) {
+        self.style
+            .idle
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(Arc::clone(&self.compiled));
+        self.style.returned.notify_one();
+    }
+}
+
 thread_local! {
-    /// Stylesheets (by address) whose `running` lock this thread holds.
+    /// Stylesheets (by address) of which this thread holds an instance.
     static RUNNING_HERE: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// This thread's mark that it holds a stylesheet's `running` lock, removed
+/// This thread's mark that it holds an instance of a stylesheet, removed
 /// when dropped.
 struct RunningHere(usize);
 
@@ -1000,6 +1203,9 @@ pub fn xpath_string_literal(value: &str) -> String {
 pub struct ResultDoc {
     doc: XmlDoc,
     style: Arc<Stylesheet>,
+    /// The instance that made it: serialization reads its `xsl:output`
+    /// (and the result tree's names may live in its dictionary).
+    compiled: Arc<Compiled>,
 }
 
 impl ResultDoc {
@@ -1028,7 +1234,7 @@ impl ResultDoc {
                 &mut out,
                 &mut len,
                 self.doc.ptr.as_ptr(),
-                self.style.ptr.as_ptr(),
+                self.compiled.0.as_ptr(),
             )
         };
         // SAFETY: on success `out` is NULL (empty result) or `len` bytes from libxml2.

@@ -412,3 +412,119 @@ fn serialized_text_is_escaped_exactly_like_libxml2s_default() {
     );
     assert_eq!(String::from_utf8(bytes).unwrap(), want);
 }
+
+/// A resolver whose one import can be edited between compiles.
+struct EditableImport(Mutex<String>);
+
+impl Resolver for EditableImport {
+    fn load(&self, url: &str) -> Result<Loaded, String> {
+        if url.ends_with("/base.xsl") {
+            Ok(Loaded {
+                url: url.to_string(),
+                bytes: self.0.lock().unwrap().as_bytes().to_vec(),
+            })
+        } else {
+            Err(format!("no such file {url}"))
+        }
+    }
+}
+
+#[test]
+fn another_instance_compiles_from_the_bytes_the_first_compile_read() {
+    let base = |word: &str| {
+        xsl(&format!(
+            r#"<xsl:output method="text"/><xsl:template match="/">{word}</xsl:template>"#
+        ))
+    };
+    let resolver = Arc::new(EditableImport(Mutex::new(base("one"))));
+    let style = Arc::new(
+        Stylesheet::compile(
+            xsl(r#"<xsl:import href="base.xsl"/>"#).as_bytes(),
+            "/site/style.xsl",
+            resolver.clone(),
+        )
+        .unwrap(),
+    );
+    let render = |style: &Arc<Stylesheet>| {
+        let doc = XmlDoc::parse(b"<doc/>", "/site/doc.xml", refuse()).unwrap();
+        let out = style
+            .transform(doc, "/site/doc.xml", &[], &Limits::default(), refuse())
+            .unwrap()
+            .serialize()
+            .unwrap();
+        String::from_utf8(out).unwrap()
+    };
+    assert_eq!(render(&style), "one");
+    assert_eq!(style.instances(), 1, "one transform at a time needs one");
+    // The import changes on disk; while the first instance is busy, a
+    // transform compiles a second one, from the bytes read the first time.
+    *resolver.0.lock().unwrap() = base("two");
+    let busy = style.lease().unwrap();
+    assert_eq!(render(&style), "one");
+    assert_eq!(style.instances(), 2);
+    drop(busy);
+    // Both are idle now: no third one.
+    assert_eq!(render(&style), "one");
+    assert_eq!(render(&style), "one");
+    assert_eq!(style.instances(), 2);
+}
+
+#[test]
+fn concurrent_transforms_of_one_stylesheet_give_the_bytes_of_one_alone() {
+    // `(…|…)[last()]` is where libxml2 reorders a union's branches inside
+    // the compiled expression while evaluating it (see `Stylesheet`): the
+    // nearest `a` or `b` ancestor of every `x`, through nestings that make
+    // each branch the heavier one in turn.
+    let style = xsl(r#"<xsl:output method="text"/>
+        <xsl:template match="/"><xsl:for-each select="//x">
+          <xsl:value-of select="(ancestor::a|ancestor::b)[last()]/@n"/>
+          <xsl:value-of select="(ancestor::b|ancestor::a)[1]/@n"/>,</xsl:for-each></xsl:template>"#);
+    let mut xml = String::from("<doc>");
+    for i in 0..300 {
+        let depth = 1 + i % 7;
+        for d in 0..depth {
+            let name = if (i / 3 + d) % 2 == 0 { "a" } else { "b" };
+            xml.push_str(&format!("<{name} n=\"{i}.{d}\"><x/>"));
+        }
+        for d in (0..depth).rev() {
+            let name = if (i / 3 + d) % 2 == 0 { "a" } else { "b" };
+            xml.push_str(&format!("<x/></{name}>"));
+        }
+    }
+    xml.push_str("</doc>");
+    let style =
+        Arc::new(Stylesheet::compile(style.as_bytes(), "/site/style.xsl", refuse()).unwrap());
+    let render = |style: &Arc<Stylesheet>| {
+        let doc = XmlDoc::parse(xml.as_bytes(), "/site/doc.xml", refuse()).unwrap();
+        style
+            .transform(doc, "/site/doc.xml", &[], &Limits::default(), refuse())
+            .unwrap()
+            .serialize()
+            .unwrap()
+    };
+    let alone = render(&style);
+    assert!(
+        alone.starts_with(b"0.00.0,0.00.0,"),
+        "{}",
+        String::from_utf8_lossy(&alone[..40])
+    );
+    let wrong = std::sync::atomic::AtomicUsize::new(0);
+    let renders_each = 40;
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| {
+                for _ in 0..renders_each {
+                    if render(&style) != alone {
+                        wrong.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            });
+        }
+    });
+    assert_eq!(
+        wrong.into_inner(),
+        0,
+        "renders (of {}) that differ from the render alone",
+        4 * renders_each
+    );
+}

@@ -238,14 +238,19 @@ async fn edits_during_requests(write: fn(&TestSite, &str)) {
     }
 }
 
-/// The stylesheet race behind the per-stylesheet transform lock (1e44ac1):
-/// the libxslt suite's DocBook test documents through the html, xhtml and
-/// fo stylesheets at once, four transform threads, `off`, 12 requests in
-/// flight, every body compared with that document's render alone. Before
-/// the lock 1 render in 4,500 to 18,000 gave a section its parent's title.
-/// Long (`AXLE_STRESS_ROUNDS` rounds of 180 renders, default 40; 100
-/// rounds took 5 minutes on 2 cores), so ignored: `cargo test --test it -- --ignored
-/// concurrent_docbook`. Needs the shared folder (`AXLE_SHARED`).
+/// The stylesheet race: libxml2 reorders a union's branches inside a
+/// compiled XPath expression while evaluating it, so transforms sharing
+/// one compiled instance gave wrong bytes (see `ffi::Stylesheet`, which
+/// now gives each transform an instance of its own). The libxslt suite's
+/// DocBook test documents through the html, xhtml and fo stylesheets at
+/// once, four transform threads, `off`, 12 requests in flight, every body
+/// compared with that document's render alone. With one shared instance,
+/// 1 render in 4,500 to 18,000 gave a section its parent's title (the
+/// unit test `concurrent_transforms_of_one_stylesheet_give_the_bytes_of_one_alone`
+/// shows the same race in a fraction of a second). Long
+/// (`AXLE_STRESS_ROUNDS` rounds of 180 renders, default 40; 100 rounds
+/// took 5 minutes on 2 cores), so ignored: `cargo test --test it --
+/// --ignored concurrent_docbook`. Needs the shared folder (`AXLE_SHARED`).
 #[tokio::test(flavor = "multi_thread")]
 #[ignore]
 async fn concurrent_docbook_renders_match_renders_alone() {
