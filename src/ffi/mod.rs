@@ -982,47 +982,63 @@ impl Stylesheet {
     /// stylesheet) never waits, as the instance it would wait for is its
     /// caller's.
     fn lease(&self) -> Result<Lease<'_>, XmlError> {
-        let key = std::ptr::from_ref(self) as usize;
-        let nested = RUNNING_HERE.with(|held| held.borrow().contains(&key));
-        let lock = || {
-            self.idle
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-        };
-        let mut idle = lock();
+        let nested = RUNNING_HERE.with(|held| held.borrow().contains(&self.key()));
+        let mut idle = self.idle();
         loop {
             if let Some(compiled) = idle.pop() {
-                return Ok(Lease::new(self, compiled, key));
+                return Ok(Lease::new(self, compiled));
             }
             if nested || !self.no_more.load(Ordering::Acquire) {
                 drop(idle);
-                let replay: Arc<dyn Resolver> = Arc::new(Replay(Arc::clone(&self.recipe.loads)));
-                match self.recipe.compile(replay) {
-                    Ok(compiled) => {
-                        let n = self.instances.fetch_add(1, Ordering::Relaxed) + 1;
-                        tracing::debug!(stylesheet = %self.recipe.url, instances = n, "compiled another instance");
-                        return Ok(Lease::new(self, Arc::new(compiled), key));
+                match self.compile_another() {
+                    Ok(compiled) => return Ok(Lease::new(self, Arc::new(compiled))),
+                    Err(e) if nested => {
+                        return Err(XmlError::Transform(format!(
+                            "a nested render through {} needs a second compiled instance, and compiling it failed: {e}",
+                            self.recipe.url
+                        )));
                     }
-                    Err(e) => {
-                        self.no_more.store(true, Ordering::Release);
-                        tracing::warn!(stylesheet = %self.recipe.url, error = %e,
-                            "could not compile another instance: its transforms now take turns");
-                        if nested {
-                            return Err(XmlError::Transform(format!(
-                                "a nested render through {} needs a second compiled instance, and compiling it failed: {e}",
-                                self.recipe.url
-                            )));
-                        }
-                        idle = lock();
-                        continue;
-                    }
+                    Err(_) => idle = self.idle(),
                 }
+                continue;
             }
             idle = self
                 .returned
                 .wait(idle)
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
         }
+    }
+
+    /// Compiles one more instance from the recipe; on failure, marks that
+    /// no more will be tried (transforms then wait for an idle one).
+    fn compile_another(&self) -> Result<Compiled, XmlError> {
+        let replay: Arc<dyn Resolver> = Arc::new(Replay(Arc::clone(&self.recipe.loads)));
+        match self.recipe.compile(replay) {
+            Ok(compiled) => {
+                let n = self.instances.fetch_add(1, Ordering::Relaxed) + 1;
+                tracing::debug!(stylesheet = %self.recipe.url, instances = n, "compiled another instance");
+                Ok(compiled)
+            }
+            Err(e) => {
+                self.no_more.store(true, Ordering::Release);
+                tracing::warn!(stylesheet = %self.recipe.url, error = %e,
+                    "could not compile another instance: its transforms now take turns");
+                Err(e)
+            }
+        }
+    }
+
+    /// The idle instances. A poisoned lock only means a thread panicked
+    /// while pushing or popping; the list itself is whole.
+    fn idle(&self) -> std::sync::MutexGuard<'_, Vec<Arc<Compiled>>> {
+        self.idle
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// This stylesheet's mark in `RUNNING_HERE`.
+    fn key(&self) -> usize {
+        std::ptr::from_ref(self) as usize
     }
 
     /// Transforms `doc` (consumed: libxslt mutates its input). `params` are
@@ -1134,22 +1150,18 @@ struct Lease<'a> {
 }
 
 impl<'a> Lease<'a> {
-    fn new(style: &'a Stylesheet, compiled: Arc<Compiled>, key: usize) -> Lease<'a> {
+    fn new(style: &'a Stylesheet, compiled: Arc<Compiled>) -> Lease<'a> {
         Lease {
             style,
             compiled,
-            _here: RunningHere::enter(key),
+            _here: RunningHere::enter(style.key()),
         }
     }
 }
 
 impl Drop for Lease<'_> {
     fn drop(&mut self) {
-        self.style
-            .idle
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push(Arc::clone(&self.compiled));
+        self.style.idle().push(Arc::clone(&self.compiled));
         self.style.returned.notify_one();
     }
 }

@@ -1751,8 +1751,8 @@ async fn an_axle_uri_loop_is_reported_not_followed() {
 
 /// A document whose stylesheet reads another document rendered through
 /// that same stylesheet: the nested transform runs inside the outer one,
-/// on its thread, and must not wait for it (transforms of one compiled
-/// stylesheet are otherwise one at a time).
+/// on its thread, while the outer holds the only compiled instance; it
+/// must get another instance, not wait for the outer's.
 #[tokio::test(flavor = "multi_thread")]
 async fn an_axle_uri_rendered_through_the_same_stylesheet_does_not_wait_for_itself() {
     let site = TestSite::new();
