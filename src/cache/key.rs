@@ -9,7 +9,7 @@
 use std::fmt;
 
 /// Versioned domain of every Axle cache key.
-pub const KEY_CONTEXT: &str = "axle 2026-11-30 cache key v1";
+pub const KEY_CONTEXT: &str = "axle 2026-12-01 cache key v2";
 
 /// The blake3 hash of some bytes.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -5,10 +5,11 @@
 //! (`chain`) → each stage compiled and fresh (`compiled`) → then by mode:
 //!
 //! - `off`: run the chain;
-//! - `all`: one key over the source hash, every stage's closure hash and the
-//!   params; the final response is cached under it;
+//! - `all`: one key over the source hash, every stage's closure hash, the
+//!   params and the document's URL; the final response is cached under it;
 //! - `incremental`: stage *i*'s key covers its Language, closure hash,
-//!   position (final or not), the params and the hash of its *input bytes*
+//!   position (final or not), the params, the document's URL and the hash
+//!   of its *input bytes*
 //!   (the source, or stage *i-1*'s output), never the previous key. A stage
 //!   recomputed with an unchanged output therefore leaves every later key
 //!   unchanged: early cut-off.
@@ -1011,7 +1012,14 @@ struct ChainJob {
 }
 
 impl ChainJob {
+    /// What every key of this job covers besides the stages and their
+    /// input: the location, XInclude, the params, and the document's URL.
+    /// The URL is the base URI of the source and of every intermediate
+    /// tree, so it can change any stage's output (`document('x.xml', /)`,
+    /// relative entities and XIncludes): identical bytes at two URLs are
+    /// two documents.
     fn add_params(&self, key: &mut KeyBuilder) {
+        key.str(&self.base_url);
         key.hash(&self.location.unwrap_or_else(|| ContentHash::of(b"")))
             .u64(u64::from(self.xinclude));
         key.u64(self.params.len() as u64);

@@ -245,6 +245,56 @@ async fn a_file_read_by_document_is_a_dependency() {
     }
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn identical_sources_at_two_urls_resolve_relative_references_against_their_own() {
+    // The same bytes at /a/doc.xml and /b/doc.xml, through a stylesheet
+    // that reads `document('data.xml', /)`: relative to each source's own
+    // URL, so each page shows its own directory's data. The base URL is an
+    // input of every stage, so the caching modes must not answer /b from
+    // /a's entry (they did before it was part of the keys).
+    let site = TestSite::new();
+    site.write(
+        "s/sibling.xsl",
+        r#"<xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">
+  <xsl:output method="text"/>
+  <xsl:template match="/">data=<xsl:value-of select="document('data.xml', /)/d"/></xsl:template>
+</xsl:stylesheet>"#,
+    );
+    site.write(
+        "s/copy.xsl",
+        r#"<xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">
+  <xsl:template match="@*|node()"><xsl:copy><xsl:apply-templates select="@*|node()"/></xsl:copy></xsl:template>
+</xsl:stylesheet>"#,
+    );
+    for dir in ["a", "b"] {
+        site.write(
+            &format!("{dir}/doc.xml"),
+            "<?xml-stylesheet href=\"/s/sibling.xsl\" type=\"text/xsl\"?>\n<doc/>\n",
+        );
+        site.write(
+            &format!("{dir}/two.xml"),
+            "<?xml-stylesheet href=\"/s/copy.xsl\" type=\"text/xsl\"?>\n\
+             <?xml-stylesheet href=\"/s/sibling.xsl\" type=\"text/xsl\"?>\n<doc/>\n",
+        );
+        site.write(&format!("{dir}/data.xml"), &format!("<d>{dir}</d>"));
+    }
+    for mode in MODES {
+        let server = TestServer::start(&site.root, mode).await;
+        for round in 0..2 {
+            for doc in ["doc", "two"] {
+                for dir in ["a", "b"] {
+                    let got = server.get(&format!("/{dir}/{doc}.xml")).await;
+                    assert_eq!(
+                        got.text(),
+                        format!("data={dir}"),
+                        "{mode} /{dir}/{doc}.xml round {round}"
+                    );
+                }
+            }
+        }
+    }
+}
+
 /// Random documents through the fixture chains: off, all and incremental
 /// (each asked twice), and off with a serialize-and-reparse at every stage
 /// boundary, must agree to the byte, headers included.
