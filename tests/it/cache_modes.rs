@@ -88,6 +88,45 @@ async fn disable_output_escaping_in_an_earlier_stage_survives_every_hand_off() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_stylesheet_writing_the_escaping_marker_pis_itself_reads_the_same_through_tree_and_bytes()
+{
+    // The byte hand-off marks disable-output-escaping text with two PIs
+    // (the JAXP names) and turns a text node between such a pair back
+    // into unescaped text after re-parsing. A stage that writes that pair
+    // itself must then not be handed on as a tree either: through the tree
+    // the next stage would see the PIs, through bytes unescaped text.
+    let site = TestSite::new();
+    site.write(
+        "s/marks.xsl",
+        r#"<xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">
+  <xsl:template match="/">
+    <r><xsl:processing-instruction name="javax.xml.transform.disable-output-escaping"/>a &amp;lt; b<xsl:processing-instruction name="javax.xml.transform.enable-output-escaping"/></r>
+  </xsl:template>
+</xsl:stylesheet>"#,
+    );
+    site.write(
+        "s/copy.xsl",
+        r#"<xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">
+  <xsl:template match="@*|node()"><xsl:copy><xsl:apply-templates select="@*|node()"/></xsl:copy></xsl:template>
+</xsl:stylesheet>"#,
+    );
+    site.write(
+        "marks.xml",
+        "<?xml-stylesheet href=\"s/marks.xsl\" type=\"text/xsl\"?><?xml-stylesheet href=\"s/copy.xsl\" type=\"text/xsl\"?><doc/>",
+    );
+    let bytes = TestServer::start_bytes_handoff(&site.root).await;
+    let want = bytes.get("/marks.xml").await;
+    assert_eq!(want.status, 200, "{}", want.text());
+    for mode in MODES {
+        let server = TestServer::start(&site.root, mode).await;
+        for round in 0..2 {
+            let got = server.get("/marks.xml").await;
+            assert_eq!(got.text(), want.text(), "{mode} round {round}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn caching_modes_report_miss_then_hit_and_off_always_computes() {
     let site = TestSite::new();
     for mode in MODES {
