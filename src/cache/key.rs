@@ -11,6 +11,10 @@ use std::fmt;
 /// Versioned domain of every Axle cache key.
 pub const KEY_CONTEXT: &str = "axle 2026-12-01 cache key v2";
 
+/// Domain of [`ContentHash::of_tree`]: versioned with the canonical form
+/// (`shim_tree_canon` in csrc/shim.c).
+pub const TREE_CONTEXT: &str = "axle 2026-12-01 tree canonical form v1";
+
 /// The blake3 hash of some bytes.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ContentHash([u8; 32]);
@@ -19,6 +23,17 @@ impl ContentHash {
     /// Hashes `bytes`.
     pub fn of(bytes: &[u8]) -> Self {
         ContentHash(*blake3::hash(bytes).as_bytes())
+    }
+
+    /// Identifies a tree by its canonical form
+    /// ([`crate::ffi::XmlDoc::with_canonical_form`]): a keyed hash under
+    /// its own context, so it never equals the hash of any bytes. It
+    /// stands for the tree's serialization wherever a stage's output is
+    /// an input hash (incremental mode's stage keys), never for a body.
+    pub fn of_tree(canonical_form: &[u8]) -> Self {
+        let mut hasher = blake3::Hasher::new_derive_key(TREE_CONTEXT);
+        hasher.update(canonical_form);
+        ContentHash(*hasher.finalize().as_bytes())
     }
 
     /// The raw hash.

@@ -18,10 +18,17 @@ use super::{ContentHash, Dep, Fingerprints, Key};
 /// One cached output: a stage's output or a whole response.
 #[derive(Debug, Clone)]
 pub struct Entry {
-    /// The bytes.
+    /// The bytes (empty when `elided`).
     pub bytes: Bytes,
-    /// Their hash (the ETag and the next stage's input hash).
+    /// Their hash (the ETag and the next stage's input hash); for an
+    /// intermediate tree, the hash of its canonical form
+    /// ([`ContentHash::of_tree`]).
     pub hash: ContentHash,
+    /// Only the hash is known: an intermediate tree that was handed to the
+    /// next stage, or not needed at all (the next stage was cut off),
+    /// without being serialized. Enough to look up later stages; a request
+    /// that needs it as input recomputes it in full.
+    pub elided: bool,
     /// The response Content-Type, for final outputs.
     pub content_type: Option<Arc<str>>,
     /// Files read while computing it that its key does not cover.
@@ -180,6 +187,12 @@ impl Store {
         Ok((entry, false))
     }
 
+    /// Stores `entry` under `key`, replacing what is there (an elided
+    /// intermediate output made whole).
+    pub async fn insert(&self, key: Key, tier: Tier, entry: Arc<Entry>) {
+        self.tier(tier).insert(key, entry).await;
+    }
+
     /// Number of entries (approximate, for status and tests).
     pub fn entry_count(&self) -> u64 {
         self.finals.entry_count() + self.intermediates.entry_count()
@@ -215,6 +228,7 @@ mod tests {
         Arc::new(Entry {
             bytes: Bytes::from_static(body.as_bytes()),
             hash: ContentHash::of(body.as_bytes()),
+            elided: false,
             content_type: None,
             deps: deps.into(),
         })

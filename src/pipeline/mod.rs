@@ -18,7 +18,10 @@
 //! its serialization (plain XML; text for `method="text"`), and the next stage
 //! sees what re-parsing those bytes gives. A tree is handed on directly only
 //! when it is exactly that tree ([`XmlDoc::is_faithful`]); otherwise it is
-//! serialized and re-parsed. So every mode gives the same bytes.
+//! serialized and re-parsed. So every mode gives the same bytes. In
+//! incremental mode such a tree is identified by the hash of its canonical
+//! form, which stands for its bytes (equal forms serialize alike), and is
+//! serialized only when the next stage runs.
 
 mod compiled;
 
@@ -26,7 +29,7 @@ pub use compiled::CompiledStage;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 
 use bytes::Bytes;
 use http::HeaderValue;
@@ -206,6 +209,9 @@ pub struct Stats {
     pub compiles: AtomicU64,
     /// Rendered requests.
     pub renders: AtomicU64,
+    /// Incremental renders that walked the stages a second time, because
+    /// an output stored by hash only (elided) was needed as an input.
+    pub whole_walks: AtomicU64,
 }
 
 /// The document pipeline for one document root.
@@ -698,23 +704,62 @@ impl Pipeline {
     /// last stage's key (its closure and its input's hash) to the
     /// response it produced, so a recomputed earlier stage whose output is
     /// unchanged reaches the stored response (early cut-off).
+    ///
+    /// An intermediate tree is identified by the hash of its canonical form
+    /// and stored elided ([`Entry::elided`]): serialized only when the next
+    /// stage runs (which needs it as input anyway, and then the entry is
+    /// made whole), never when the next stage is cut off. A request that
+    /// finds an elided output and then needs it as input walks the stages
+    /// again, recomputing such outputs in full.
     async fn render_incremental(
         &self,
         job: ChainJob,
         located: &Located,
-        mut source: Option<Source>,
+        source: Option<Source>,
         source_hash: ContentHash,
         validators: &mut Vec<Dep>,
     ) -> Result<Rendered, PipelineError> {
-        let job = Arc::new(job);
-        let total = job.stages.len();
-        let response_key = job.response_key(source_hash);
-        if let Some(entry) = self.store.get(&response_key, Tier::Final).await {
+        let walk = Walk {
+            response_key: job.response_key(source_hash),
+            job: Arc::new(job),
+            located,
+            source: source.map(|s| s.bytes),
+            source_hash,
+        };
+        if let Some(entry) = self.store.get(&walk.response_key, Tier::Final).await {
             validators.extend(entry.deps.iter().cloned());
-            return Ok(rendered(&entry, CacheStatus::Hit, Some(response_key)));
+            return Ok(rendered(&entry, CacheStatus::Hit, Some(walk.response_key)));
         }
-        let mut input_hash = source_hash;
-        let mut previous: Option<Arc<Entry>> = None;
+        let before = validators.len();
+        if let Some(out) = self.walk_stages(&walk, validators, false).await? {
+            return Ok(out);
+        }
+        validators.truncate(before);
+        self.stats.whole_walks.fetch_add(1, Ordering::Relaxed);
+        match self.walk_stages(&walk, validators, true).await? {
+            Some(out) => Ok(out),
+            // Not reached: that walk keeps no elided output as an input.
+            None => Err(PipelineError::SourceChanged(located.path.rel().to_string())),
+        }
+    }
+
+    /// One walk over the stages of an incremental render. `Ok(None)`: a
+    /// stage missed (nothing stored or being computed under its key) whose
+    /// input is an elided output found in the store (only when not
+    /// `whole`; the caller walks again with `whole`, which recomputes found
+    /// elided outputs and stores them whole). Concurrent walks of one key
+    /// still compute each stage once: a walk that waited for another's
+    /// elided output waits for its next stage too.
+    async fn walk_stages(
+        &self,
+        walk: &Walk<'_>,
+        validators: &mut Vec<Dep>,
+        whole: bool,
+    ) -> Result<Option<Rendered>, PipelineError> {
+        let job = &walk.job;
+        let total = job.stages.len();
+        let mut input_hash = walk.source_hash;
+        let mut previous: Option<(Key, Arc<Entry>)> = None;
         // A tree computed by this request for the next stage (faithful only).
         let mut carried: Option<XmlDoc> = None;
         let mut reused = 0;
@@ -730,82 +775,191 @@ impl Pipeline {
                     // each time); the trace finds it while it lasts.
                     validators.extend(entry.deps.iter().cloned());
                     let status = CacheStatus::of_reused(reused + 1, total);
-                    return Ok(rendered(&entry, status, Some(stored)));
+                    return Ok(Some(rendered(&entry, status, Some(stored))));
                 }
             }
-            let tree_out: Arc<Mutex<Option<XmlDoc>>> = Arc::new(Mutex::new(None));
-            let input_tree = carried.take();
-            let input_bytes = previous.as_ref().map(|e| e.bytes.clone());
+            let (key, tier) = if is_final {
+                (walk.response_key, Tier::Final)
+            } else {
+                (stage_key, Tier::Intermediate)
+            };
+            let input = match (carried.take(), &previous) {
+                (Some(tree), Some((_, p))) if p.elided => Input::Tree {
+                    tree,
+                    make_whole: Some(Arc::clone(p)),
+                },
+                (Some(tree), _) => Input::Tree {
+                    tree,
+                    make_whole: None,
+                },
+                (None, Some((_, p))) if p.elided => Input::Elided,
+                (None, Some((_, p))) => Input::Bytes(p.bytes.clone()),
+                (None, None) => Input::Source,
+            };
             let earlier: Arc<[Dep]> = if is_final {
                 std::mem::take(&mut earlier_deps).into()
             } else {
                 Arc::from(Vec::new())
             };
-            let compute = {
-                let (job, tree_out) = (Arc::clone(&job), Arc::clone(&tree_out));
-                let source = &mut source;
-                async move {
-                    let input = match (input_tree, input_bytes) {
-                        (Some(tree), _) => StageData::Dom(tree),
-                        (None, Some(bytes)) => StageData::Bytes(bytes),
-                        (None, None) => {
-                            let s = match source.take() {
-                                Some(s) => s,
-                                None => self.source_for(located, source_hash)?,
-                            };
-                            StageData::Bytes(s.bytes)
-                        }
-                    };
-                    self.pool
-                        .run(move || {
-                            let (mut entry, tree) = job.run_one(index, input, true)?;
-                            if let Some(tree) = tree {
-                                if let Ok(mut slot) = tree_out.lock() {
-                                    *slot = Some(tree);
-                                }
-                            }
-                            if is_final && !earlier.is_empty() {
-                                // The response answers hits on its own, so
-                                // it carries every stage's dependencies.
-                                let mut deps: Vec<Dep> = earlier.to_vec();
-                                deps.extend(entry.deps.iter().cloned());
-                                entry.deps = merged_deps(deps);
-                            }
-                            Ok::<_, PipelineError>(Arc::new(entry))
-                        })
-                        .await?
+            let want = Want::Identity { bytes: whole };
+            let mut made: Option<(Option<XmlDoc>, Option<Entry>)> = None;
+            let (entry, found) = if whole {
+                // Looked up by hand: this walk must not take an elided
+                // output as found (and it is rare enough to go uncoalesced).
+                match self.store.get(&key, tier).await {
+                    Some(entry) if !entry.elided => (entry, true),
+                    _ => {
+                        let (entry, tree, made_whole) = self
+                            .compute_stage(walk, index, input, want, earlier)
+                            .await?;
+                        made = Some((tree, made_whole));
+                        self.store.insert(key, tier, Arc::clone(&entry)).await;
+                        (entry, false)
+                    }
+                }
+            } else {
+                let compute = async {
+                    if matches!(input, Input::Elided) {
+                        // Nothing stored or being computed here, and no
+                        // input to compute from.
+                        return Err(Stop::Elided);
+                    }
+                    let (entry, tree, made_whole) = self
+                        .compute_stage(walk, index, input, want, earlier)
+                        .await
+                        .map_err(Stop::Failed)?;
+                    made = Some((tree, made_whole));
+                    Ok(entry)
+                };
+                match self.store.get_or_compute(key, tier, compute).await {
+                    Ok(got) => got,
+                    Err(stop) => match &*stop {
+                        Stop::Elided => return Ok(None),
+                        Stop::Failed(e) => return Err(e.clone()),
+                    },
                 }
             };
-            let (key, tier) = if is_final {
-                (response_key, Tier::Final)
-            } else {
-                (stage_key, Tier::Intermediate)
-            };
-            let (entry, found) = self
-                .store
-                .get_or_compute(key, tier, compute)
-                .await
-                .map_err(|e| (*e).clone())?;
             if found {
                 reused += 1;
-            } else {
-                carried = tree_out.lock().ok().and_then(|mut slot| slot.take());
+            }
+            if let Some((tree, made_whole)) = made {
+                carried = tree;
+                if let (Some(whole_entry), Some((previous_key, _))) = (made_whole, &previous) {
+                    // The previous output was serialized to run this
+                    // stage: store it whole in place of its elided entry.
+                    self.store
+                        .insert(*previous_key, Tier::Intermediate, Arc::new(whole_entry))
+                        .await;
+                }
             }
             if is_final {
                 if total > 1 {
-                    self.store.put_trace(stage_key, response_key);
+                    self.store.put_trace(stage_key, walk.response_key);
                 }
                 validators.extend(entry.deps.iter().cloned());
                 let status = CacheStatus::of_reused(reused, total);
-                return Ok(rendered(&entry, status, Some(response_key)));
+                return Ok(Some(rendered(&entry, status, Some(walk.response_key))));
             }
             input_hash = entry.hash;
             validators.extend(entry.deps.iter().cloned());
             earlier_deps.extend(entry.deps.iter().cloned());
-            previous = Some(entry);
+            previous = Some((key, entry));
         }
-        Err(PipelineError::SourceChanged(located.path.rel().to_string()))
+        Err(PipelineError::SourceChanged(
+            walk.located.path.rel().to_string(),
+        ))
     }
+
+    /// Runs stage `index` of an incremental walk on the pool. Returns its
+    /// entry (a final one carrying every stage's dependencies), the tree to
+    /// hand on, and, when the input was an elided output's tree, that
+    /// output made whole (serialized first: the tree is consumed).
+    async fn compute_stage(
+        &self,
+        walk: &Walk<'_>,
+        index: usize,
+        input: Input,
+        want: Want,
+        earlier: Arc<[Dep]>,
+    ) -> Result<(Arc<Entry>, Option<XmlDoc>, Option<Entry>), PipelineError> {
+        let (input, make_whole) = match input {
+            Input::Tree { tree, make_whole } => (StageData::Dom(tree), make_whole),
+            Input::Bytes(bytes) => (StageData::Bytes(bytes), None),
+            Input::Source => {
+                let bytes = match &walk.source {
+                    Some(bytes) => bytes.clone(),
+                    None => self.source_for(walk.located, walk.source_hash)?.bytes,
+                };
+                (StageData::Bytes(bytes), None)
+            }
+            Input::Elided => {
+                return Err(PipelineError::SourceChanged(
+                    walk.located.path.rel().to_string(),
+                ));
+            }
+        };
+        let job = Arc::clone(&walk.job);
+        let is_final = index + 1 == job.stages.len();
+        self.pool
+            .run(move || {
+                let made_whole = match (&make_whole, &input) {
+                    (Some(elided), StageData::Dom(tree)) => {
+                        // Best effort: a failure leaves the entry elided.
+                        tree.to_xml_bytes().ok().map(|bytes| Entry {
+                            bytes: Bytes::from(bytes),
+                            elided: false,
+                            ..Entry::clone(elided)
+                        })
+                    }
+                    _ => None,
+                };
+                let (mut entry, tree) = job.run_one(index, input, want)?;
+                if is_final && !earlier.is_empty() {
+                    // The response answers hits on its own, so it carries
+                    // every stage's dependencies.
+                    let mut deps: Vec<Dep> = earlier.to_vec();
+                    deps.extend(entry.deps.iter().cloned());
+                    entry.deps = merged_deps(deps);
+                }
+                Ok::<_, PipelineError>((Arc::new(entry), tree, made_whole))
+            })
+            .await?
+    }
+}
+
+/// What one incremental render walks over, in every walk.
+struct Walk<'a> {
+    job: Arc<ChainJob>,
+    located: &'a Located,
+    /// The source's bytes when already read (a generated source always).
+    source: Option<Bytes>,
+    source_hash: ContentHash,
+    response_key: Key,
+}
+
+/// Why an incremental walk's computation stopped.
+enum Stop {
+    /// Its input is an elided output (the caller walks again, whole).
+    Elided,
+    /// The stage failed.
+    Failed(PipelineError),
+}
+
+/// A stage's input in an incremental walk.
+enum Input {
+    /// The source (read now if not yet).
+    Source,
+    /// The previous stage's stored bytes.
+    Bytes(Bytes),
+    /// The previous stage's tree, computed by this request; when its entry
+    /// is elided, that entry, to be made whole from the tree.
+    Tree {
+        tree: XmlDoc,
+        make_whole: Option<Arc<Entry>>,
+    },
+    /// The previous stage's output is known by hash only: usable through
+    /// what is stored (or being computed) under this stage's key alone.
+    Elided,
 }
 
 impl Pipeline {
@@ -996,6 +1150,23 @@ impl crate::cache::Weight for HotResponse {
 /// Content-Type when the last stage names none.
 pub const DEFAULT_TYPE: &str = "text/html; charset=UTF-8";
 
+/// What [`ChainJob::run_one`] makes of a non-final stage's faithful tree
+/// (any other output is serialized, and its entry holds the bytes and
+/// their hash).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Want {
+    /// The bytes and their hash, and the tree to hand on (trace files).
+    Bytes,
+    /// The tree to hand on; the entry's bytes and hash mean nothing (`off`
+    /// and `all`, which use only its dependencies).
+    Tree,
+    /// The tree to hand on, identified by the hash of its canonical form
+    /// (incremental mode's stage keys), with its bytes when `bytes`, else
+    /// elided ([`Entry::elided`]). A tree the form cannot encode is
+    /// serialized and identified by its bytes' hash.
+    Identity { bytes: bool },
+}
+
 /// Everything a pool thread needs to run (part of) a chain.
 struct ChainJob {
     stages: Arc<[Arc<CompiledStage>]>,
@@ -1049,14 +1220,14 @@ impl ChainJob {
         key.finish()
     }
 
-    /// Runs stage `index`. Returns its entry (bytes computed when
-    /// `need_bytes` or the stage is final) and, for a non-final faithful
+    /// Runs stage `index`. Returns its entry (what it holds: see [`Want`];
+    /// a final stage always gets its bytes) and, for a non-final faithful
     /// tree, the tree to hand on.
     fn run_one(
         &self,
         index: usize,
         input: StageData,
-        need_bytes: bool,
+        want: Want,
     ) -> Result<(Entry, Option<XmlDoc>), PipelineError> {
         let stage = &self.stages[index];
         let is_final = index + 1 == self.stages.len();
@@ -1095,23 +1266,33 @@ impl ChainJob {
             return Err(self.stage_error(index, LanguageError::Failed(why)));
         }
         let wrap = |e: XmlError| self.stage_error(index, LanguageError::Xml(e));
-        let (bytes, tree) = match output.data {
-            StageData::Bytes(b) => (b, None),
+        let serialize = |doc: &XmlDoc| doc.to_xml_bytes().map(Bytes::from).map_err(wrap);
+        // (bytes, the tree to hand on, the tree's hash when it stands for
+        // the bytes)
+        let (bytes, tree, tree_hash) = match output.data {
+            StageData::Bytes(b) => (b, None, None),
             StageData::Dom(doc) if is_final || self.force_byte_handoff || !doc.is_faithful() => {
                 // Serialize; the next stage (if any) re-parses these bytes.
-                (Bytes::from(doc.to_xml_bytes().map_err(wrap)?), None)
+                (serialize(&doc)?, None, None)
             }
-            StageData::Dom(doc) if need_bytes => {
-                (Bytes::from(doc.to_xml_bytes().map_err(wrap)?), Some(doc))
-            }
-            StageData::Dom(doc) => (Bytes::new(), Some(doc)),
+            StageData::Dom(doc) => match want {
+                Want::Bytes => (serialize(&doc)?, Some(doc), None),
+                // Empty bytes and the hash of nothing: only `run_all` asks
+                // for this, and it uses such an entry's deps alone.
+                Want::Tree => (Bytes::new(), Some(doc), None),
+                Want::Identity { bytes } => match doc.with_canonical_form(ContentHash::of_tree) {
+                    Some(hash) if bytes => (serialize(&doc)?, Some(doc), Some(hash)),
+                    Some(hash) => (Bytes::new(), Some(doc), Some(hash)),
+                    None => (serialize(&doc)?, Some(doc), None),
+                },
+            },
         };
-        // (Empty bytes when a faithful tree is handed on without them: only
-        // `run_all` does that, and it uses such an entry's deps alone.)
-        let hash = ContentHash::of(&bytes);
+        let elided = tree_hash.is_some() && bytes.is_empty();
+        let hash = tree_hash.unwrap_or_else(|| ContentHash::of(&bytes));
         let entry = Entry {
             bytes,
             hash,
+            elided,
             content_type: if is_final {
                 Some(Arc::from(
                     output.content_type.as_deref().unwrap_or(DEFAULT_TYPE),
@@ -1132,7 +1313,12 @@ impl ChainJob {
         let mut deps: Vec<Dep> = Vec::new();
         let mut last = None;
         for index in 0..self.stages.len() {
-            let (entry, tree) = self.run_one(index, data, self.trace.is_some())?;
+            let want = if self.trace.is_some() {
+                Want::Bytes
+            } else {
+                Want::Tree
+            };
+            let (entry, tree) = self.run_one(index, data, want)?;
             self.write_trace(index + 1, &entry.bytes);
             deps.extend(entry.deps.iter().cloned());
             data = match tree {

@@ -194,3 +194,112 @@ async fn an_incremental_hit_needs_no_intermediate_output() {
     assert_eq!(reverted.cache, CacheStatus::Hit);
     assert_eq!(reverted.body, first.body);
 }
+
+#[test]
+fn keys_cover_the_documents_url() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = ContentHash::of(b"in");
+    let a = job(&["a.xsl", "b.xsl"], &[], dir.path());
+    let mut b = job(&["a.xsl", "b.xsl"], &[], dir.path());
+    b.base_url = Arc::from("/elsewhere/doc.xml");
+    assert_ne!(a.response_key(h), b.response_key(h));
+    assert_ne!(a.stage_key(0, h), b.stage_key(0, h));
+    assert_ne!(a.stage_key(1, h), b.stage_key(1, h));
+}
+
+/// A two-stage site whose first stage drops `<volatile>`: a source that
+/// changes only there gives stage 1 the same output.
+fn volatile_site(root: &std::path::Path, volatile: &str) {
+    std::fs::write(
+        root.join("strip.xsl"),
+        r#"<xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">
+  <xsl:template match="@*|node()"><xsl:copy><xsl:apply-templates select="@*|node()"/></xsl:copy></xsl:template>
+  <xsl:template match="volatile"/>
+</xsl:stylesheet>"#,
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("doc.xml"),
+        format!(
+            r#"<?xml-stylesheet type="text/xsl" href="strip.xsl"?><?xml-stylesheet type="text/xsl" href="last.xsl"?><doc><volatile>{volatile}</volatile><p>kept</p></doc>"#
+        ),
+    )
+    .unwrap();
+}
+
+fn last_stage(root: &std::path::Path, marker: &str) {
+    std::fs::write(
+        root.join("last.xsl"),
+        format!(
+            r#"<xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">
+  <xsl:template match="/"><html><body>{marker}<xsl:copy-of select="doc/*"/></body></html></xsl:template>
+</xsl:stylesheet>"#
+        ),
+    )
+    .unwrap();
+}
+
+async fn render_doc(pipeline: &Pipeline) -> Rendered {
+    let located = pipeline.provider().locate("/doc.xml").unwrap();
+    let req = RenderRequest::default();
+    pipeline.render(&located, &req).await.unwrap()
+}
+
+#[tokio::test]
+async fn an_output_stored_by_hash_only_is_recomputed_when_a_later_stage_needs_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    volatile_site(root, "1");
+    last_stage(root, "v1");
+    let pipeline = |mode| {
+        let mut config = ServeConfig::new(root);
+        config.cache_mode = mode;
+        config.freshness = crate::config::Freshness::Check;
+        Pipeline::new(&config, Registry::default()).unwrap()
+    };
+    let (inc, off) = (pipeline(CacheMode::Incremental), pipeline(CacheMode::Off));
+    let runs = |p: &Pipeline| p.stats().stage_runs.load(Ordering::Relaxed);
+    let first = render_doc(&inc).await;
+    assert_eq!(first.cache, CacheStatus::Miss);
+    assert_eq!(first.body, render_doc(&off).await.body);
+
+    // A new source, the same stage-1 output: cut off at stage 2, and stage
+    // 1's output is stored by its tree's hash only.
+    volatile_site(root, "2");
+    let cut = render_doc(&inc).await;
+    assert_eq!(
+        cut.cache,
+        CacheStatus::Partial {
+            reused: 1,
+            total: 2
+        }
+    );
+    assert_eq!(cut.body, first.body);
+    assert_eq!(runs(&inc), 3);
+
+    // The last stage changes: stage 1's stored output is found, elided, and
+    // stage 2 needs it as input. The render walks again, recomputes stage 1
+    // in full, and gives what `off` gives.
+    last_stage(root, "v2");
+    let walked = render_doc(&inc).await;
+    assert_eq!(walked.body, render_doc(&off).await.body);
+    assert_ne!(walked.body, first.body);
+    assert_eq!(walked.cache, CacheStatus::Miss);
+    assert_eq!(inc.stats().whole_walks.load(Ordering::Relaxed), 1);
+    assert_eq!(runs(&inc), 5);
+
+    // That walk stored stage 1 whole: the next change of the last stage
+    // reuses it without walking again.
+    last_stage(root, "v3");
+    let reused = render_doc(&inc).await;
+    assert_eq!(
+        reused.cache,
+        CacheStatus::Partial {
+            reused: 1,
+            total: 2
+        }
+    );
+    assert_eq!(reused.body, render_doc(&off).await.body);
+    assert_eq!(inc.stats().whole_walks.load(Ordering::Relaxed), 1);
+    assert_eq!(runs(&inc), 6);
+}
