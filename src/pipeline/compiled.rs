@@ -196,9 +196,15 @@ fn compile_once(
             error,
         })?;
     let deps = resolver.take_deps();
+    // The stage's identity: its Language, which stylesheet of which file
+    // (two embedded stylesheets, `#a` and `#b`, share every file), and
+    // every file the compile read, as read.
     let mut key = KeyBuilder::new("closure");
     key.str(spec.language.name())
-        .u64(u64::from(spec.language.version()));
+        .u64(u64::from(spec.language.version()))
+        .str(spec.resource.url())
+        .u64(u64::from(spec.fragment.is_some()))
+        .str(spec.fragment.as_deref().unwrap_or(""));
     for d in &deps {
         let rel_path = d.path.strip_prefix(files.root()).unwrap_or(&d.path);
         key.str(&rel_path.to_string_lossy()).hash(&d.hash);

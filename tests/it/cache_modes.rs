@@ -334,6 +334,42 @@ async fn identical_sources_at_two_urls_resolve_relative_references_against_their
     }
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn two_stylesheets_embedded_in_one_document_are_two_stages() {
+    // `#one` and `#two` live in the same file, so every file their
+    // compiles read is the same: the stage's identity must still tell them
+    // apart, or ?style=two is answered with #one's output.
+    let site = TestSite::new();
+    let embedded = |id: &str, text: &str| {
+        format!(
+            r#"<xsl:stylesheet xml:id="{id}" version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform"><xsl:output method="text"/><xsl:template match="/">{text}</xsl:template></xsl:stylesheet>"#
+        )
+    };
+    site.write(
+        "embedded.xml",
+        &format!(
+            "<?xml-stylesheet href=\"#one\" type=\"text/xsl\" title=\"one\"?>\n\
+             <?xml-stylesheet href=\"#two\" type=\"text/xsl\" title=\"two\" alternate=\"yes\"?>\n\
+             <doc>{}{}</doc>",
+            embedded("one", "ONE"),
+            embedded("two", "TWO")
+        ),
+    );
+    for mode in MODES {
+        let server = TestServer::start(&site.root, mode).await;
+        for round in 0..2 {
+            for (url, want) in [
+                ("/embedded.xml", "ONE"),
+                ("/embedded.xml?style=two", "TWO"),
+                ("/embedded.xml?style=one", "ONE"),
+            ] {
+                let got = server.get(url).await;
+                assert_eq!(got.text(), want, "{mode} {url} round {round}");
+            }
+        }
+    }
+}
+
 /// Random documents through the fixture chains: off, all and incremental
 /// (each asked twice), and off with a serialize-and-reparse at every stage
 /// boundary, must agree to the byte, headers included.
