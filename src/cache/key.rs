@@ -20,6 +20,11 @@ pub const TREE_CONTEXT: &str = "axle 2026-12-01 tree canonical form v1";
 pub struct ContentHash([u8; 32]);
 
 impl ContentHash {
+    /// Stands for "no file": the hash of a [`crate::cache::Dep`] on a file a
+    /// load did not find (no bytes hash to all zeros but by a blake3
+    /// collision).
+    pub const ABSENT: ContentHash = ContentHash([0; 32]);
+
     /// Hashes `bytes`.
     pub fn of(bytes: &[u8]) -> Self {
         ContentHash(*blake3::hash(bytes).as_bytes())

@@ -140,10 +140,7 @@ impl Store {
 
     /// Is every dependency of `entry` unchanged?
     fn is_fresh(&self, entry: &Entry) -> bool {
-        entry
-            .deps
-            .iter()
-            .all(|d| self.fingerprints.hash(&d.path).is_ok_and(|h| h == d.hash))
+        entry.deps.iter().all(|d| d.unchanged(&self.fingerprints))
     }
 
     /// The entry under `key`, if present and fresh (a stale one is dropped).

@@ -51,9 +51,7 @@ impl Compiled {
     }
 
     fn is_fresh(&self, c: &CompiledStage) -> bool {
-        c.files
-            .iter()
-            .all(|d| self.fingerprints.hash(&d.path).is_ok_and(|h| h == d.hash))
+        c.files.iter().all(|d| d.unchanged(&self.fingerprints))
     }
 
     /// The compiled stage for `spec`, compiling on the pool when missing or
@@ -156,12 +154,10 @@ fn compile(
 }
 
 fn changed_since_read(resolver: &RootResolver, files: &FileProvider) -> bool {
-    resolver.take_deps().iter().any(|d| {
-        files
-            .fingerprints()
-            .hash(&d.path)
-            .map_or(true, |h| h != d.hash)
-    })
+    resolver
+        .take_deps()
+        .iter()
+        .any(|d| !d.unchanged(files.fingerprints()))
 }
 
 fn compile_once(

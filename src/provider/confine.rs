@@ -201,6 +201,21 @@ pub fn confine_url(
     url: &str,
     fingerprints: &Fingerprints,
 ) -> Result<ConfinedPath, ProviderError> {
+    let rel = url_path(root, url)?;
+    confine_decoded(root, &rel, url, fingerprints)
+}
+
+/// Where the file a load's URL names would be under `root`, with no
+/// symlink resolved and nothing checked on disk: for a load that found no
+/// file, the path whose appearance changes its output. `None` for a URL
+/// [`confine_url`] refuses outright.
+pub fn lexical_url_path(root: &Path, url: &str) -> Option<PathBuf> {
+    let rel = url_path(root, url).ok()?;
+    joined(root, &rel, url).ok()
+}
+
+/// A load's URL as a decoded root-relative path (see [`confine_url`]).
+fn url_path(root: &Path, url: &str) -> Result<String, ProviderError> {
     let path = if let Some(rest) = url.strip_prefix("file://") {
         // file:///path or file://localhost/path
         rest.strip_prefix("localhost").unwrap_or(rest)
@@ -217,19 +232,15 @@ pub fn confine_url(
     let decoded = percent_encoding::percent_decode_str(path)
         .decode_utf8()
         .map_err(|_| ProviderError::NotFound(url.to_string()))?;
-    let rel = match Path::new(decoded.as_ref()).strip_prefix(root) {
+    Ok(match Path::new(decoded.as_ref()).strip_prefix(root) {
         Ok(inside) => format!("/{}", inside.display()),
         Err(_) => decoded.into_owned(),
-    };
-    confine_decoded(root, &rel, url, fingerprints)
+    })
 }
 
-fn confine_decoded(
-    root: &Path,
-    decoded: &str,
-    original: &str,
-    fingerprints: &Fingerprints,
-) -> Result<ConfinedPath, ProviderError> {
+/// `root` joined with a decoded path's parts, before any symlink is
+/// resolved; `..` (and NUL or `\\`) refused.
+fn joined(root: &Path, decoded: &str, original: &str) -> Result<PathBuf, ProviderError> {
     if decoded.contains('\0') || decoded.contains('\\') {
         return Err(ProviderError::Outside(original.to_string()));
     }
@@ -243,7 +254,16 @@ fn confine_decoded(
             }
         }
     }
-    let joined = root.join(&rel);
+    Ok(root.join(&rel))
+}
+
+fn confine_decoded(
+    root: &Path,
+    decoded: &str,
+    original: &str,
+    fingerprints: &Fingerprints,
+) -> Result<ConfinedPath, ProviderError> {
+    let joined = joined(root, decoded, original)?;
     let abs = match fingerprints.canonicalize(&joined) {
         Ok(abs) => abs,
         Err(_) => return Err(ProviderError::NotFound(original.to_string())),
@@ -286,6 +306,19 @@ mod tests {
         std::os::unix::fs::symlink(root.join("sub/a.xml"), root.join("in.xml")).unwrap();
         let root = root.canonicalize().unwrap();
         (dir, root)
+    }
+
+    #[test]
+    fn the_lexical_path_of_a_load_is_under_the_root_or_none() {
+        let root = Path::new("/srv/site");
+        let at = |url: &str| lexical_url_path(root, url);
+        assert_eq!(at("/a/b.xml"), Some(root.join("a/b.xml")));
+        assert_eq!(at("file:///a/b.xml"), Some(root.join("a/b.xml")));
+        assert_eq!(at("/srv/site/a/./b.xml"), Some(root.join("a/b.xml")));
+        assert_eq!(at("/%61.xml"), Some(root.join("a.xml")));
+        assert_eq!(at("/a/../../etc/passwd"), None);
+        assert_eq!(at("http://example.org/x.xml"), None);
+        assert_eq!(at("relative.xml"), None);
     }
 
     #[test]

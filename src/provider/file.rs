@@ -8,6 +8,7 @@ use bytes::Bytes;
 
 use super::{
     ConfinedPath, Located, Provider, ProviderError, ResourceKind, Source, confine, confine_url,
+    lexical_url_path,
 };
 use crate::cache::{ContentHash, Dep, Fingerprints};
 use crate::ffi::{Loaded, Resolver};
@@ -219,7 +220,16 @@ impl Resolver for RootResolver {
             ProviderError::Outside(_) => {
                 "refused to load a file outside the document root".to_string()
             }
-            ProviderError::NotFound(_) => format!("{} not found", display_rel(&self.root, url)),
+            ProviderError::NotFound(_) => {
+                // The output depends on there being no file here (document()
+                // gives an empty node-set, a DTD or an XInclude with a
+                // fallback goes on without it): record that, so the output
+                // goes stale when one appears.
+                if let Some(path) = lexical_url_path(&self.root, url) {
+                    self.record(Dep::absent(path));
+                }
+                format!("{} not found", display_rel(&self.root, url))
+            }
             other => other.to_string(),
         })?;
         let (bytes, _) = self.read_recorded(&path).map_err(|e| e.to_string())?;

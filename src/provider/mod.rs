@@ -12,7 +12,9 @@ mod confine;
 mod file;
 mod memory;
 
-pub use confine::{ConfinedPath, RequestPath, confine, confine_url, normalize_request_path};
+pub use confine::{
+    ConfinedPath, RequestPath, confine, confine_url, lexical_url_path, normalize_request_path,
+};
 pub use file::{FileProvider, InternalDocuments, RootResolver};
 pub use memory::CachingProvider;
 

@@ -135,3 +135,47 @@ async fn watch_mode_sees_back_to_back_edits_without_waiting() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_file_a_load_did_not_find_is_a_dependency_too() {
+    // document() of a file that is not there gives an empty node-set, and
+    // that output is cached; the file appearing (or going again) must show
+    // in the next response, in every caching mode and both freshness modes.
+    for mode in [CacheMode::All, CacheMode::Incremental] {
+        for freshness in [Freshness::Watch, Freshness::Check] {
+            let site = TestSite::new();
+            site.write(
+                "s/optional.xsl",
+                r#"<xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">
+  <xsl:output method="text"/>
+  <xsl:template match="/">[<xsl:value-of select="document('extra/optional.xml', /)/d"/>]</xsl:template>
+</xsl:stylesheet>"#,
+            );
+            site.write(
+                "optional.xml",
+                "<?xml-stylesheet href=\"s/optional.xsl\" type=\"text/xsl\"?>\n<doc/>\n",
+            );
+            let mut config = axle::ServeConfig::new(&site.root);
+            config.cache_mode = mode;
+            config.freshness = freshness;
+            let server = TestServer::start_config(config, axle::Registry::default()).await;
+            let case = format!("{mode} {freshness}");
+            assert_eq!(server.get("/optional.xml").await.text(), "[]", "{case}");
+            let again = server.get("/optional.xml").await;
+            assert_eq!(again.text(), "[]", "{case}");
+            assert_eq!(again.cache(), "hit", "{case}: still cached");
+            // The file appears (its directory too).
+            site.write("extra/optional.xml", "<d>here</d>");
+            assert_eq!(server.get("/optional.xml").await.text(), "[here]", "{case}");
+            assert_eq!(server.get("/optional.xml").await.cache(), "hit", "{case}");
+            // And goes again.
+            settle(freshness).await;
+            std::fs::remove_file(site.root.join("extra/optional.xml")).unwrap();
+            assert_eq!(
+                server.get("/optional.xml").await.text(),
+                "[]",
+                "{case}: removed"
+            );
+        }
+    }
+}
