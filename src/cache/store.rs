@@ -125,6 +125,18 @@ impl Store {
         Some((entry, last))
     }
 
+    /// Is there a trace under `key` (whether or not its response is still
+    /// stored and fresh)? Synchronous, for a transform thread's guess.
+    pub fn has_trace(&self, key: &Key) -> bool {
+        self.traces.contains_key(key)
+    }
+
+    /// Is there an entry under `key` (fresh or not)? Synchronous, for a
+    /// transform thread's guess.
+    pub fn contains(&self, key: &Key, tier: Tier) -> bool {
+        self.tier(tier).contains_key(key)
+    }
+
     /// Records that the output of stage key `key` is the response stored
     /// under `response`.
     pub fn put_trace(&self, key: Key, response: Key) {

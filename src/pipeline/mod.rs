@@ -21,7 +21,7 @@
 //! serialized and re-parsed. So every mode gives the same bytes. In
 //! incremental mode such a tree is identified by the hash of its canonical
 //! form, which stands for its bytes (equal forms serialize alike), and is
-//! serialized only when the next stage runs.
+//! not serialized when the next stage is cut off.
 
 mod compiled;
 
@@ -705,12 +705,14 @@ impl Pipeline {
     /// response it produced, so a recomputed earlier stage whose output is
     /// unchanged reaches the stored response (early cut-off).
     ///
-    /// An intermediate tree is identified by the hash of its canonical form
-    /// and stored elided ([`Entry::elided`]): serialized only when the next
-    /// stage runs (which needs it as input anyway, and then the entry is
-    /// made whole), never when the next stage is cut off. A request that
-    /// finds an elided output and then needs it as input walks the stages
-    /// again, recomputing such outputs in full.
+    /// An intermediate tree is identified by the hash of its canonical form.
+    /// When the next stage's key already has a trace or an output (a
+    /// cut-off, as for a dynamic source), it is stored elided
+    /// ([`Entry::elided`]) and never serialized; otherwise it is serialized
+    /// at once and stored whole (and should that guess fail, made whole
+    /// when the next stage runs from the tree). A request that finds an
+    /// elided output and then needs it as input walks the stages again,
+    /// recomputing such outputs in full.
     async fn render_incremental(
         &self,
         job: ChainJob,
@@ -900,6 +902,7 @@ impl Pipeline {
         };
         let job = Arc::clone(&walk.job);
         let is_final = index + 1 == job.stages.len();
+        let store = self.store.clone();
         self.pool
             .run(move || {
                 let made_whole = match (&make_whole, &input) {
@@ -914,6 +917,25 @@ impl Pipeline {
                     _ => None,
                 };
                 let (mut entry, tree) = job.run_one(index, input, want)?;
+                if let Some(doc) = tree.as_ref().filter(|_| entry.elided) {
+                    // Elided only when the next stage will likely be found
+                    // (a trace for a final one, a stored output otherwise):
+                    // a cut-off. Else the next stage runs from this tree,
+                    // and the entry would be made whole then: make it now,
+                    // and store it once.
+                    let next = job.stage_key(index + 1, entry.hash);
+                    let found = if index + 2 == job.stages.len() {
+                        store.has_trace(&next)
+                    } else {
+                        store.contains(&next, Tier::Intermediate)
+                    };
+                    if !found {
+                        if let Ok(bytes) = doc.to_xml_bytes() {
+                            entry.bytes = Bytes::from(bytes);
+                            entry.elided = false;
+                        }
+                    }
+                }
                 if is_final && !earlier.is_empty() {
                     // The response answers hits on its own, so it carries
                     // every stage's dependencies.

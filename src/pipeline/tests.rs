@@ -303,3 +303,64 @@ async fn an_output_stored_by_hash_only_is_recomputed_when_a_later_stage_needs_it
     assert_eq!(inc.stats().whole_walks.load(Ordering::Relaxed), 1);
     assert_eq!(runs(&inc), 6);
 }
+
+#[tokio::test]
+async fn an_output_elided_on_a_wrong_guess_is_made_whole_by_the_stage_that_needs_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    volatile_site(root, "1");
+    let last = |marker: &str| {
+        std::fs::write(
+            root.join("last.xsl"),
+            format!(
+                r#"<xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">
+  <xsl:template match="/"><html><body>{marker}<xsl:value-of select="document('data.xml')/d"/><xsl:copy-of select="doc/*"/></body></html></xsl:template>
+</xsl:stylesheet>"#
+            ),
+        )
+        .unwrap()
+    };
+    last("v1");
+    std::fs::write(root.join("data.xml"), "<d>one</d>").unwrap();
+    let mut config = ServeConfig::new(root);
+    config.cache_mode = CacheMode::Incremental;
+    config.freshness = crate::config::Freshness::Check;
+    let inc = Pipeline::new(&config, Registry::default()).unwrap();
+    config.cache_mode = CacheMode::Off;
+    let off = Pipeline::new(&config, Registry::default()).unwrap();
+    let walks = |p: &Pipeline| p.stats().whole_walks.load(Ordering::Relaxed);
+
+    assert_eq!(render_doc(&inc).await.cache, CacheStatus::Miss);
+    volatile_site(root, "2");
+    let cut = render_doc(&inc).await;
+    assert_eq!(
+        cut.cache,
+        CacheStatus::Partial {
+            reused: 1,
+            total: 2
+        }
+    );
+
+    // The response the trace leads to goes stale (a file the last stage
+    // read changed): stage 1 still guesses a cut-off and is elided, then
+    // stage 2 runs from its tree and makes it whole.
+    std::fs::write(root.join("data.xml"), "<d>two</d>").unwrap();
+    volatile_site(root, "3");
+    let rerun = render_doc(&inc).await;
+    assert_eq!(rerun.cache, CacheStatus::Miss);
+    assert_eq!(rerun.body, render_doc(&off).await.body);
+
+    // So a later change of the last stage finds stage 1 whole: reused, no
+    // second walk.
+    last("v2");
+    let reused = render_doc(&inc).await;
+    assert_eq!(
+        reused.cache,
+        CacheStatus::Partial {
+            reused: 1,
+            total: 2
+        }
+    );
+    assert_eq!(reused.body, render_doc(&off).await.body);
+    assert_eq!(walks(&inc), 0);
+}
