@@ -439,3 +439,101 @@ proptest! {
         });
     }
 }
+
+/// One state of the two-directory site: the document both `a/` and `b/`
+/// hold (the same bytes; `None`: unchanged, so a cached response must
+/// notice the data alone changing), and each directory's `data.xml`
+/// (absent or a value), which the chain's `document('data.xml', /)` reads
+/// relative to the document.
+#[derive(Debug, Clone)]
+struct TwinState {
+    document: Option<String>,
+    data: [Option<&'static str>; 2],
+}
+
+fn arb_twin_state() -> impl Strategy<Value = TwinState> {
+    let chain = prop::sample::select(vec![
+        vec!["/s/twin-read.xsl"],
+        vec!["/s/twin-copy.xsl", "/s/twin-read.xsl"],
+        vec!["/s/twin-read.xsl", "/s/twin-copy.xsl"],
+        vec!["/s/twin-copy.xsl", "/s/twin-copy.xsl", "/s/twin-read.xsl"],
+    ]);
+    let data = prop::option::of(prop::sample::select(vec!["x", "y"]));
+    let document = prop::option::of((chain, "[a-b]{0,1}")).prop_map(|doc| {
+        doc.map(|(chain, text)| {
+            let pis: String = chain
+                .iter()
+                .map(|href| format!("<?xml-stylesheet href=\"{href}\" type=\"text/xsl\"?>\n"))
+                .collect();
+            format!("{pis}<doc><p>{text}</p></doc>")
+        })
+    });
+    (document, data.clone(), data).prop_map(|(document, a, b)| TwinState {
+        document,
+        data: [a, b],
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
+    /// The same bytes at two URLs, each reading its own directory's
+    /// `data.xml` (present or not, changing between steps): every mode
+    /// answers each URL as the byte hand-off does, after every step. This
+    /// is the invariant the URL in the keys and absent-file dependencies
+    /// keep.
+    #[test]
+    fn cache_modes_agree_for_twin_documents_whose_relative_reads_change(
+        states in prop::collection::vec(arb_twin_state(), 1..5)
+    ) {
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        rt.block_on(async {
+            let site = TestSite::new();
+            site.write(
+                "s/twin-read.xsl",
+                r#"<xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">
+  <xsl:template match="/"><out data="{document('data.xml', /)/d}"><xsl:copy-of select="/*"/></out></xsl:template>
+</xsl:stylesheet>"#,
+            );
+            site.write(
+                "s/twin-copy.xsl",
+                r#"<xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">
+  <xsl:template match="@*|node()"><xsl:copy><xsl:apply-templates select="@*|node()"/></xsl:copy></xsl:template>
+</xsl:stylesheet>"#,
+            );
+            let servers = [
+                TestServer::start_bytes_handoff(&site.root).await,
+                TestServer::start(&site.root, CacheMode::Off).await,
+                TestServer::start(&site.root, CacheMode::All).await,
+                TestServer::start(&site.root, CacheMode::Incremental).await,
+            ];
+            let mut document = "<?xml-stylesheet href=\"/s/twin-read.xsl\" type=\"text/xsl\"?>\n<doc/>".to_string();
+            for state in &states {
+                if let Some(changed) = &state.document {
+                    document = changed.clone();
+                }
+                for (dir, data) in ["a", "b"].iter().zip(state.data) {
+                    site.write(&format!("{dir}/doc.xml"), &document);
+                    let path = site.root.join(dir).join("data.xml");
+                    match data {
+                        Some(value) => site.write(&format!("{dir}/data.xml"), &format!("<d>{dir}{value}</d>")),
+                        None => {
+                            let _ = std::fs::remove_file(&path);
+                        }
+                    }
+                }
+                tick().await;
+                for url in ["/a/doc.xml", "/b/doc.xml"] {
+                    let want = servers[0].get(url).await;
+                    assert_eq!(want.status, 200, "{url} {state:?}: {}", want.text());
+                    for server in &servers[1..] {
+                        for _ in 0..2 {
+                            let got = server.get(url).await;
+                            assert_eq!(got.body, want.body, "{url} {state:?}");
+                            assert_eq!(got.comparable_headers(), want.comparable_headers(), "{url} {state:?}");
+                        }
+                    }
+                }
+            }
+        });
+    }
+}
