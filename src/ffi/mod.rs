@@ -677,8 +677,9 @@ impl XmlDoc {
     /// namespace, content, namespace declarations and attributes, in
     /// order, with where each element ends). Equal forms serialize to
     /// equal bytes, so a hash of the form identifies a faithful tree as
-    /// well as a hash of its bytes, at about a tenth of the cost of
-    /// serializing. `None` when the tree holds something the form does
+    /// well as a hash of its bytes, for less (callgrind, the 10 KB sample
+    /// article's stage-1 tree: the walk 33k instructions where serializing
+    /// took 199k; with the hash, 69k against 236k). `None` when the tree holds something the form does
     /// not encode (a DTD with declarations, an entity reference, another
     /// node type) or memory ran out: serialize instead.
     pub fn with_canonical_form<R>(&self, f: impl FnOnce(&[u8]) -> R) -> Option<R> {

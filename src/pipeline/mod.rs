@@ -785,34 +785,39 @@ impl Pipeline {
             } else {
                 (stage_key, Tier::Intermediate)
             };
+            // The input; `None` when it is an elided output found in the
+            // store, usable only through what is stored (or being computed)
+            // under this stage's key.
             let input = match (carried.take(), &previous) {
-                (Some(tree), Some((_, p))) if p.elided => Input::Tree {
+                (Some(tree), Some((_, p))) if p.elided => Some(Input::Tree {
                     tree,
                     make_whole: Some(Arc::clone(p)),
-                },
-                (Some(tree), _) => Input::Tree {
+                }),
+                (Some(tree), _) => Some(Input::Tree {
                     tree,
                     make_whole: None,
-                },
-                (None, Some((_, p))) if p.elided => Input::Elided,
-                (None, Some((_, p))) => Input::Bytes(p.bytes.clone()),
-                (None, None) => Input::Source,
+                }),
+                (None, Some((_, p))) if p.elided => None,
+                (None, Some((_, p))) => Some(Input::Bytes(p.bytes.clone())),
+                (None, None) => Some(Input::Source),
             };
             let earlier: Arc<[Dep]> = if is_final {
                 std::mem::take(&mut earlier_deps).into()
             } else {
                 Arc::from(Vec::new())
             };
-            let want = Want::Identity { bytes: whole };
             let mut made: Option<(Option<XmlDoc>, Option<Entry>)> = None;
             let (entry, found) = if whole {
                 // Looked up by hand: this walk must not take an elided
                 // output as found (and it is rare enough to go uncoalesced).
-                match self.store.get(&key, tier).await {
-                    Some(entry) if !entry.elided => (entry, true),
-                    _ => {
+                // Its inputs are never elided: it stores what it computes
+                // whole.
+                match (self.store.get(&key, tier).await, input) {
+                    (Some(entry), _) if !entry.elided => (entry, true),
+                    (_, None) => return Ok(None),
+                    (_, Some(input)) => {
                         let (entry, tree, made_whole) = self
-                            .compute_stage(walk, index, input, want, earlier)
+                            .compute_stage(walk, index, input, true, earlier)
                             .await?;
                         made = Some((tree, made_whole));
                         self.store.insert(key, tier, Arc::clone(&entry)).await;
@@ -821,13 +826,11 @@ impl Pipeline {
                 }
             } else {
                 let compute = async {
-                    if matches!(input, Input::Elided) {
-                        // Nothing stored or being computed here, and no
-                        // input to compute from.
-                        return Err(Stop::Elided);
-                    }
+                    // Nothing stored or being computed here, and no input
+                    // to compute from: the caller walks again, whole.
+                    let input = input.ok_or(Stop::Elided)?;
                     let (entry, tree, made_whole) = self
-                        .compute_stage(walk, index, input, want, earlier)
+                        .compute_stage(walk, index, input, false, earlier)
                         .await
                         .map_err(Stop::Failed)?;
                     made = Some((tree, made_whole));
@@ -875,13 +878,15 @@ impl Pipeline {
     /// Runs stage `index` of an incremental walk on the pool. Returns its
     /// entry (a final one carrying every stage's dependencies), the tree to
     /// hand on, and, when the input was an elided output's tree, that
-    /// output made whole (serialized first: the tree is consumed).
+    /// output made whole (serialized first: the tree is consumed). An
+    /// intermediate tree's entry is made whole at once when `whole`, or
+    /// when the next stage does not look cut off; else it stays elided.
     async fn compute_stage(
         &self,
         walk: &Walk<'_>,
         index: usize,
         input: Input,
-        want: Want,
+        whole: bool,
         earlier: Arc<[Dep]>,
     ) -> Result<(Arc<Entry>, Option<XmlDoc>, Option<Entry>), PipelineError> {
         let (input, make_whole) = match input {
@@ -894,45 +899,27 @@ impl Pipeline {
                 };
                 (StageData::Bytes(bytes), None)
             }
-            Input::Elided => {
-                return Err(PipelineError::SourceChanged(
-                    walk.located.path.rel().to_string(),
-                ));
-            }
         };
         let job = Arc::clone(&walk.job);
         let is_final = index + 1 == job.stages.len();
         let store = self.store.clone();
         self.pool
             .run(move || {
-                let made_whole = match (&make_whole, &input) {
-                    (Some(elided), StageData::Dom(tree)) => {
-                        // Best effort: a failure leaves the entry elided.
-                        tree.to_xml_bytes().ok().map(|bytes| Entry {
-                            bytes: Bytes::from(bytes),
-                            elided: false,
-                            ..Entry::clone(elided)
-                        })
-                    }
+                let previous_whole = match (&make_whole, &input) {
+                    // Best effort: a failure leaves the entry elided.
+                    (Some(elided), StageData::Dom(tree)) => made_whole(elided, tree).ok(),
                     _ => None,
                 };
-                let (mut entry, tree) = job.run_one(index, input, want)?;
+                let (mut entry, tree) = job.run_one(index, input, Want::Identity)?;
                 if let Some(doc) = tree.as_ref().filter(|_| entry.elided) {
-                    // Elided only when the next stage will likely be found
-                    // (a trace for a final one, a stored output otherwise):
-                    // a cut-off. Else the next stage runs from this tree,
-                    // and the entry would be made whole then: make it now,
-                    // and store it once.
-                    let next = job.stage_key(index + 1, entry.hash);
-                    let found = if index + 2 == job.stages.len() {
-                        store.has_trace(&next)
-                    } else {
-                        store.contains(&next, Tier::Intermediate)
-                    };
-                    if !found {
-                        if let Ok(bytes) = doc.to_xml_bytes() {
-                            entry.bytes = Bytes::from(bytes);
-                            entry.elided = false;
+                    if whole {
+                        entry = job.made_whole_or_error(index, &entry, doc)?;
+                    } else if !job.next_looks_cut_off(index, entry.hash, &store) {
+                        // The next stage runs from this tree and the entry
+                        // would be made whole then: make it now, and store
+                        // it once. Best effort, as above.
+                        if let Ok(whole_entry) = made_whole(&entry, doc) {
+                            entry = whole_entry;
                         }
                     }
                 }
@@ -943,10 +930,20 @@ impl Pipeline {
                     deps.extend(entry.deps.iter().cloned());
                     entry.deps = merged_deps(deps);
                 }
-                Ok::<_, PipelineError>((Arc::new(entry), tree, made_whole))
+                Ok::<_, PipelineError>((Arc::new(entry), tree, previous_whole))
             })
             .await?
     }
+}
+
+/// `elided` with its bytes: `tree` (the tree it was computed as)
+/// serialized.
+fn made_whole(elided: &Entry, tree: &XmlDoc) -> Result<Entry, XmlError> {
+    Ok(Entry {
+        bytes: Bytes::from(tree.to_xml_bytes()?),
+        elided: false,
+        ..elided.clone()
+    })
 }
 
 /// What one incremental render walks over, in every walk.
@@ -979,9 +976,6 @@ enum Input {
         tree: XmlDoc,
         make_whole: Option<Arc<Entry>>,
     },
-    /// The previous stage's output is known by hash only: usable through
-    /// what is stored (or being computed) under this stage's key alone.
-    Elided,
 }
 
 impl Pipeline {
@@ -1183,10 +1177,10 @@ enum Want {
     /// and `all`, which use only its dependencies).
     Tree,
     /// The tree to hand on, identified by the hash of its canonical form
-    /// (incremental mode's stage keys), with its bytes when `bytes`, else
-    /// elided ([`Entry::elided`]). A tree the form cannot encode is
-    /// serialized and identified by its bytes' hash.
-    Identity { bytes: bool },
+    /// (incremental mode's stage keys), its entry elided
+    /// ([`Entry::elided`]; [`made_whole`] serializes it). A tree the form
+    /// cannot encode is serialized and identified by its bytes' hash.
+    Identity,
 }
 
 /// Everything a pool thread needs to run (part of) a chain.
@@ -1240,6 +1234,28 @@ impl ChainJob {
             .hash(&input);
         self.add_params(&mut key);
         key.finish()
+    }
+
+    /// Does the stage after `index`, given an input with `hash`, look cut
+    /// off: a trace under its key (the last stage) or a stored output
+    /// (another)? A synchronous guess, from a transform thread.
+    fn next_looks_cut_off(&self, index: usize, hash: ContentHash, store: &Store) -> bool {
+        let next = self.stage_key(index + 1, hash);
+        if index + 2 == self.stages.len() {
+            store.has_trace(&next)
+        } else {
+            store.contains(&next, Tier::Intermediate)
+        }
+    }
+
+    /// [`made_whole`], a failure reported as stage `index`'s.
+    fn made_whole_or_error(
+        &self,
+        index: usize,
+        elided: &Entry,
+        tree: &XmlDoc,
+    ) -> Result<Entry, PipelineError> {
+        made_whole(elided, tree).map_err(|e| self.stage_error(index, LanguageError::Xml(e)))
     }
 
     /// Runs stage `index`. Returns its entry (what it holds: see [`Want`];
@@ -1302,14 +1318,13 @@ impl ChainJob {
                 // Empty bytes and the hash of nothing: only `run_all` asks
                 // for this, and it uses such an entry's deps alone.
                 Want::Tree => (Bytes::new(), Some(doc), None),
-                Want::Identity { bytes } => match doc.with_canonical_form(ContentHash::of_tree) {
-                    Some(hash) if bytes => (serialize(&doc)?, Some(doc), Some(hash)),
+                Want::Identity => match doc.with_canonical_form(ContentHash::of_tree) {
                     Some(hash) => (Bytes::new(), Some(doc), Some(hash)),
                     None => (serialize(&doc)?, Some(doc), None),
                 },
             },
         };
-        let elided = tree_hash.is_some() && bytes.is_empty();
+        let elided = tree_hash.is_some();
         let hash = tree_hash.unwrap_or_else(|| ContentHash::of(&bytes));
         let entry = Entry {
             bytes,

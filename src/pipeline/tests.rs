@@ -137,6 +137,15 @@ fn request_params_are_sorted_and_the_last_value_wins() {
     );
 }
 
+/// A pipeline over `root` in `mode`, checking freshness by stat (no
+/// watcher thread per test).
+fn pipeline_at(root: &std::path::Path, mode: CacheMode) -> Pipeline {
+    let mut config = ServeConfig::new(root);
+    config.cache_mode = mode;
+    config.freshness = crate::config::Freshness::Check;
+    Pipeline::new(&config, Registry::default()).unwrap()
+}
+
 #[tokio::test]
 async fn an_incremental_hit_needs_no_intermediate_output() {
     let dir = tempfile::tempdir().unwrap();
@@ -151,10 +160,7 @@ async fn an_incremental_hit_needs_no_intermediate_output() {
         r#"<?xml-stylesheet type="text/xsl" href="one.xsl"?><?xml-stylesheet type="text/xsl" href="two.xsl"?><doc>x</doc>"#,
     )
     .unwrap();
-    let mut config = ServeConfig::new(root);
-    config.cache_mode = CacheMode::Incremental;
-    config.freshness = crate::config::Freshness::Check;
-    let pipeline = Pipeline::new(&config, Registry::default()).unwrap();
+    let pipeline = pipeline_at(root, CacheMode::Incremental);
     let located = pipeline.provider().locate("/doc.xml").unwrap();
     let req = RenderRequest::default();
     let first = pipeline.render(&located, &req).await.unwrap();
@@ -251,13 +257,10 @@ async fn an_output_stored_by_hash_only_is_recomputed_when_a_later_stage_needs_it
     let root = dir.path();
     volatile_site(root, "1");
     last_stage(root, "v1");
-    let pipeline = |mode| {
-        let mut config = ServeConfig::new(root);
-        config.cache_mode = mode;
-        config.freshness = crate::config::Freshness::Check;
-        Pipeline::new(&config, Registry::default()).unwrap()
-    };
-    let (inc, off) = (pipeline(CacheMode::Incremental), pipeline(CacheMode::Off));
+    let (inc, off) = (
+        pipeline_at(root, CacheMode::Incremental),
+        pipeline_at(root, CacheMode::Off),
+    );
     let runs = |p: &Pipeline| p.stats().stage_runs.load(Ordering::Relaxed);
     let first = render_doc(&inc).await;
     assert_eq!(first.cache, CacheStatus::Miss);
@@ -322,12 +325,10 @@ async fn an_output_elided_on_a_wrong_guess_is_made_whole_by_the_stage_that_needs
     };
     last("v1");
     std::fs::write(root.join("data.xml"), "<d>one</d>").unwrap();
-    let mut config = ServeConfig::new(root);
-    config.cache_mode = CacheMode::Incremental;
-    config.freshness = crate::config::Freshness::Check;
-    let inc = Pipeline::new(&config, Registry::default()).unwrap();
-    config.cache_mode = CacheMode::Off;
-    let off = Pipeline::new(&config, Registry::default()).unwrap();
+    let (inc, off) = (
+        pipeline_at(root, CacheMode::Incremental),
+        pipeline_at(root, CacheMode::Off),
+    );
     let walks = |p: &Pipeline| p.stats().whole_walks.load(Ordering::Relaxed);
 
     assert_eq!(render_doc(&inc).await.cache, CacheStatus::Miss);

@@ -105,14 +105,8 @@ async fn a_stylesheet_writing_the_escaping_marker_pis_itself_reads_the_same_thro
 </xsl:stylesheet>"#,
     );
     site.write(
-        "s/copy.xsl",
-        r#"<xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">
-  <xsl:template match="@*|node()"><xsl:copy><xsl:apply-templates select="@*|node()"/></xsl:copy></xsl:template>
-</xsl:stylesheet>"#,
-    );
-    site.write(
         "marks.xml",
-        "<?xml-stylesheet href=\"s/marks.xsl\" type=\"text/xsl\"?><?xml-stylesheet href=\"s/copy.xsl\" type=\"text/xsl\"?><doc/>",
+        "<?xml-stylesheet href=\"s/marks.xsl\" type=\"text/xsl\"?><?xml-stylesheet href=\"s/identity.xsl\" type=\"text/xsl\"?><doc/>",
     );
     let bytes = TestServer::start_bytes_handoff(&site.root).await;
     let want = bytes.get("/marks.xml").await;
@@ -299,12 +293,6 @@ async fn identical_sources_at_two_urls_resolve_relative_references_against_their
   <xsl:template match="/">data=<xsl:value-of select="document('data.xml', /)/d"/></xsl:template>
 </xsl:stylesheet>"#,
     );
-    site.write(
-        "s/copy.xsl",
-        r#"<xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">
-  <xsl:template match="@*|node()"><xsl:copy><xsl:apply-templates select="@*|node()"/></xsl:copy></xsl:template>
-</xsl:stylesheet>"#,
-    );
     for dir in ["a", "b"] {
         site.write(
             &format!("{dir}/doc.xml"),
@@ -312,7 +300,7 @@ async fn identical_sources_at_two_urls_resolve_relative_references_against_their
         );
         site.write(
             &format!("{dir}/two.xml"),
-            "<?xml-stylesheet href=\"/s/copy.xsl\" type=\"text/xsl\"?>\n\
+            "<?xml-stylesheet href=\"/s/identity.xsl\" type=\"text/xsl\"?>\n\
              <?xml-stylesheet href=\"/s/sibling.xsl\" type=\"text/xsl\"?>\n<doc/>\n",
         );
         site.write(&format!("{dir}/data.xml"), &format!("<d>{dir}</d>"));
@@ -454,9 +442,9 @@ struct TwinState {
 fn arb_twin_state() -> impl Strategy<Value = TwinState> {
     let chain = prop::sample::select(vec![
         vec!["/s/twin-read.xsl"],
-        vec!["/s/twin-copy.xsl", "/s/twin-read.xsl"],
-        vec!["/s/twin-read.xsl", "/s/twin-copy.xsl"],
-        vec!["/s/twin-copy.xsl", "/s/twin-copy.xsl", "/s/twin-read.xsl"],
+        vec!["/s/identity.xsl", "/s/twin-read.xsl"],
+        vec!["/s/twin-read.xsl", "/s/identity.xsl"],
+        vec!["/s/identity.xsl", "/s/identity.xsl", "/s/twin-read.xsl"],
     ]);
     let data = prop::option::of(prop::sample::select(vec!["x", "y"]));
     let document = prop::option::of((chain, "[a-b]{0,1}")).prop_map(|doc| {
@@ -492,12 +480,6 @@ proptest! {
                 "s/twin-read.xsl",
                 r#"<xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">
   <xsl:template match="/"><out data="{document('data.xml', /)/d}"><xsl:copy-of select="/*"/></out></xsl:template>
-</xsl:stylesheet>"#,
-            );
-            site.write(
-                "s/twin-copy.xsl",
-                r#"<xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">
-  <xsl:template match="@*|node()"><xsl:copy><xsl:apply-templates select="@*|node()"/></xsl:copy></xsl:template>
 </xsl:stylesheet>"#,
             );
             let servers = [
