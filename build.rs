@@ -2,12 +2,17 @@
 //! compiles the only C in the project: `csrc/shim.c` formats libxslt's
 //! variadic error callbacks and reads struct fields, so no libxml2/libxslt
 //! struct layout is mirrored in Rust; `csrc/dtd.c` lends parsed DTDs to
-//! later parses (see `src/ffi/dtd.rs`).
+//! later parses (see `src/ffi/dtd.rs`); `csrc/html.c` serializes HTML
+//! results as libxslt does, faster.
 
 fn main() {
     let libs = ["libxslt", "libexslt", "libxml-2.0"];
     let mut build = cc::Build::new();
-    build.file("csrc/shim.c").file("csrc/dtd.c").warnings(true);
+    build
+        .file("csrc/shim.c")
+        .file("csrc/dtd.c")
+        .file("csrc/html.c")
+        .warnings(true);
     for name in libs {
         let lib = match pkg_config::Config::new().probe(name) {
             Ok(lib) => lib,
@@ -22,5 +27,6 @@ fn main() {
     build.compile("axleshim");
     println!("cargo:rerun-if-changed=csrc/shim.c");
     println!("cargo:rerun-if-changed=csrc/dtd.c");
+    println!("cargo:rerun-if-changed=csrc/html.c");
     println!("cargo:rerun-if-changed=build.rs");
 }

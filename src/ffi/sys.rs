@@ -171,6 +171,12 @@ unsafe extern "C" {
     pub fn shim_doc_type(d: *mut xmlDoc) -> c_int;
     pub fn shim_set_doc_url(d: *mut xmlDoc, url: *const c_char);
     pub fn shim_dump_xml(d: *mut xmlDoc, out: *mut *mut c_uchar, len: *mut c_int) -> c_int;
+    pub fn shim_save_html(
+        result: *mut xmlDoc,
+        style: *mut xsltStylesheet,
+        out: *mut *mut c_uchar,
+        len: *mut c_int,
+    ) -> c_int;
     pub fn shim_doc_is_faithful(d: *mut xmlDoc) -> c_int;
     pub fn shim_tree_canon(d: *mut xmlDoc, out: *mut *mut c_uchar, len: *mut usize) -> c_int;
     pub fn shim_restore_doe(d: *mut xmlDoc);
