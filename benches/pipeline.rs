@@ -16,6 +16,11 @@
 //! scanner, a cache key, the hot memo's key (the request's fields, no
 //! hashing) and locating the source (one `stat`, memoized hash).
 //!
+//! `serialize/html/*`: the article's final HTML result tree written out,
+//! by Axle's serializer (`csrc/html.c`) and by libxslt's, which must give
+//! the same bytes (checked first); the transform that makes each tree is
+//! set-up, not measured.
+//!
 //! Run with `cargo bench --bench pipeline`; `-- --test` runs each once.
 
 use std::hint::black_box;
@@ -201,8 +206,65 @@ fn hot_path(c: &mut Criterion) {
     group.finish();
 }
 
+/// Reads root-relative URLs from `samples/` (the article's stylesheets
+/// include and import each other).
+struct SampleFiles;
+
+impl axle::ffi::Resolver for SampleFiles {
+    fn load(&self, url: &str) -> Result<axle::ffi::Loaded, String> {
+        let rel = url.trim_start_matches("file://").trim_start_matches('/');
+        std::fs::read(samples().join(rel))
+            .map(|bytes| axle::ffi::Loaded {
+                url: url.to_string(),
+                bytes,
+            })
+            .map_err(|e| format!("{url}: {e}"))
+    }
+}
+
+fn serialize(c: &mut Criterion) {
+    use axle::ffi::{Limits, ResultDoc, Stylesheet, XmlDoc};
+    let files: Arc<dyn axle::ffi::Resolver> = Arc::new(SampleFiles);
+    let compile = |url: &str| {
+        let bytes = std::fs::read(samples().join(&url[1..])).expect("read a stylesheet");
+        Arc::new(Stylesheet::compile(&bytes, url, files.clone()).expect("compile"))
+    };
+    let article = compile("/stylesheets/article.xsl");
+    let layout = compile("/stylesheets/layout.xsl");
+    let source = std::fs::read(samples().join(&ARTICLE[1..])).expect("read the article");
+    let page = || -> ResultDoc {
+        let limits = Limits::default();
+        let doc = XmlDoc::parse(&source, ARTICLE, files.clone()).expect("parse the article");
+        let content = article
+            .transform(doc, ARTICLE, &[], &limits, files.clone())
+            .expect("article.xsl");
+        layout
+            .transform(content.into_doc(), ARTICLE, &[], &limits, files.clone())
+            .expect("layout.xsl")
+    };
+    let ours = page().serialize().expect("serialize");
+    let theirs = page()
+        .serialize_with_libxslt()
+        .expect("serialize with libxslt");
+    assert!(ours == theirs, "the two HTML serializers disagree");
+    assert!(ours.starts_with(b"<!DOCTYPE html>"), "an HTML page");
+
+    let mut group = c.benchmark_group("serialize");
+    group.bench_function("html/axle", |b| {
+        b.iter_batched(page, |r| r.serialize(), criterion::BatchSize::SmallInput)
+    });
+    group.bench_function("html/libxslt", |b| {
+        b.iter_batched(
+            page,
+            |r| r.serialize_with_libxslt(),
+            criterion::BatchSize::SmallInput,
+        )
+    });
+    group.finish();
+}
+
 fn config() -> Criterion {
-    // 10 benchmarks × (2 s warm-up + 5 s measurement) plus set-up: ~1.5 min.
+    // 16 benchmarks × (2 s warm-up + 5 s measurement) plus set-up: ~2 min.
     Criterion::default()
         .warm_up_time(Duration::from_secs(2))
         .measurement_time(Duration::from_secs(5))
@@ -212,6 +274,6 @@ fn config() -> Criterion {
 criterion_group! {
     name = benches;
     config = config();
-    targets = requests, hot_path
+    targets = requests, hot_path, serialize
 }
 criterion_main!(benches);
