@@ -1,18 +1,29 @@
 //! Freshness of cached responses in both modes: `check` (a stat per file
 //! per request) and `watch` (inotify, drained before every hit). A change
 //! that completed before a request must show in that request: no sleeps
-//! in `watch` mode, where the guarantee is exact.
+//! in `watch` mode, where the guarantee is exact. In every cache mode:
+//! `off` caches no output, but in `watch` mode it too trusts the watcher
+//! for confined paths and the compiled-stylesheet and source memos.
 
 use axle::CacheMode;
 use axle::config::Freshness;
 
-use crate::support::{TestServer, TestSite, tick};
+use crate::support::{MODES, TestServer, TestSite, tick};
 
-async fn server(site: &TestSite, freshness: Freshness) -> TestServer {
+async fn server(site: &TestSite, mode: CacheMode, freshness: Freshness) -> TestServer {
     let mut config = axle::ServeConfig::new(&site.root);
-    config.cache_mode = CacheMode::Incremental;
+    config.cache_mode = mode;
     config.freshness = freshness;
     TestServer::start_config(config, axle::Registry::default()).await
+}
+
+/// What `X-Axle-Cache` says of a repeated request in `mode`.
+fn repeat(mode: CacheMode) -> &'static str {
+    if mode == CacheMode::Off {
+        "miss"
+    } else {
+        "hit"
+    }
 }
 
 /// Waits between edits only where stamps need a clock tick to differ.
@@ -24,12 +35,20 @@ async fn settle(freshness: Freshness) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn every_kind_of_change_shows_in_the_next_response() {
-    for freshness in [Freshness::Watch, Freshness::Check] {
+    for (mode, freshness) in MODES
+        .into_iter()
+        .flat_map(|m| [(m, Freshness::Watch), (m, Freshness::Check)])
+    {
         let site = TestSite::new();
-        let server = server(&site, freshness).await;
+        let server = server(&site, mode, freshness).await;
+        let hit = repeat(mode);
         let first = server.get("/two.xml").await;
-        assert!(first.text().contains("Second."), "{freshness}");
-        assert_eq!(server.get("/two.xml").await.cache(), "hit", "{freshness}");
+        assert!(first.text().contains("Second."), "{mode} {freshness}");
+        assert_eq!(
+            server.get("/two.xml").await.cache(),
+            hit,
+            "{mode} {freshness}"
+        );
 
         // A stylesheet written in place.
         settle(freshness).await;
@@ -42,9 +61,13 @@ async fn every_kind_of_change_shows_in_the_next_response() {
         let r = server.get("/two.xml").await;
         assert!(
             r.text().contains("<h1 class=\"a\">"),
-            "{freshness}: in place"
+            "{mode} {freshness}: in place"
         );
-        assert_eq!(server.get("/two.xml").await.cache(), "hit", "{freshness}");
+        assert_eq!(
+            server.get("/two.xml").await.cache(),
+            hit,
+            "{mode} {freshness}"
+        );
 
         // The source replaced by rename (an editor's atomic save).
         settle(freshness).await;
@@ -53,7 +76,7 @@ async fn every_kind_of_change_shows_in_the_next_response() {
         std::fs::rename(site.root.join("tmp.xml.part"), site.root.join("two.xml")).unwrap();
         assert!(
             server.get("/two.xml").await.text().contains("Renamed in."),
-            "{freshness}: rename"
+            "{mode} {freshness}: rename"
         );
 
         // A directory on the way swapped for another one.
@@ -62,7 +85,7 @@ async fn every_kind_of_change_shows_in_the_next_response() {
             &site.read("two.xml").replace("Renamed in.", "Old dir."),
         );
         assert!(server.get("/d/doc.xml").await.text().contains("Old dir."));
-        assert!(server.get("/d/doc.xml").await.cache() == "hit");
+        assert_eq!(server.get("/d/doc.xml").await.cache(), hit, "{mode}");
         settle(freshness).await;
         std::fs::rename(site.root.join("d"), site.root.join("d-old")).unwrap();
         site.write(
@@ -71,10 +94,14 @@ async fn every_kind_of_change_shows_in_the_next_response() {
         );
         assert!(
             server.get("/d/doc.xml").await.text().contains("New dir."),
-            "{freshness}: directory swapped"
+            "{mode} {freshness}: directory swapped"
         );
         // ... and from then on the new directory is the one watched.
-        assert_eq!(server.get("/d/doc.xml").await.cache(), "hit", "{freshness}");
+        assert_eq!(
+            server.get("/d/doc.xml").await.cache(),
+            hit,
+            "{mode} {freshness}"
+        );
         settle(freshness).await;
         site.write(
             "d/doc.xml",
@@ -88,19 +115,19 @@ async fn every_kind_of_change_shows_in_the_next_response() {
                 .await
                 .text()
                 .contains("New dir. Edited."),
-            "{freshness}: edited in the new directory"
+            "{mode} {freshness}: edited in the new directory"
         );
 
         // A symlink re-pointed to another document.
         std::os::unix::fs::symlink("two.xml", site.root.join("link.xml")).unwrap();
         assert!(server.get("/link.xml").await.text().contains("Renamed in."));
-        assert_eq!(server.get("/link.xml").await.cache(), "hit");
+        assert_eq!(server.get("/link.xml").await.cache(), hit, "{mode}");
         settle(freshness).await;
         std::os::unix::fs::symlink("d/doc.xml", site.root.join("link.tmp")).unwrap();
         std::fs::rename(site.root.join("link.tmp"), site.root.join("link.xml")).unwrap();
         assert!(
             server.get("/link.xml").await.text().contains("New dir."),
-            "{freshness}: symlink re-pointed"
+            "{mode} {freshness}: symlink re-pointed"
         );
 
         // A file read by document().
@@ -110,29 +137,35 @@ async fn every_kind_of_change_shows_in_the_next_response() {
         assert_eq!(
             server.get("/docfn.xml").await.text(),
             "[data v2]",
-            "{freshness}: document()"
+            "{mode} {freshness}: document()"
         );
 
         // Deleted.
         std::fs::remove_file(site.root.join("two.xml")).unwrap();
-        assert_eq!(server.get("/two.xml").await.status, 404, "{freshness}");
+        assert_eq!(
+            server.get("/two.xml").await.status,
+            404,
+            "{mode} {freshness}"
+        );
     }
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn watch_mode_sees_back_to_back_edits_without_waiting() {
-    let site = TestSite::new();
-    let server = server(&site, Freshness::Watch).await;
-    for n in 0..30 {
-        // Same length every time, written within the same clock tick: only
-        // the change events can tell these versions apart.
-        let text = format!("<data>data v{:02}</data>", n);
-        site.write("data.xml", &text);
-        assert_eq!(
-            server.get("/docfn.xml").await.text(),
-            format!("[data v{n:02}]"),
-            "edit {n}"
-        );
+    for mode in MODES {
+        let site = TestSite::new();
+        let server = server(&site, mode, Freshness::Watch).await;
+        for n in 0..30 {
+            // Same length every time, written within the same clock tick:
+            // only the change events can tell these versions apart.
+            let text = format!("<data>data v{:02}</data>", n);
+            site.write("data.xml", &text);
+            assert_eq!(
+                server.get("/docfn.xml").await.text(),
+                format!("[data v{n:02}]"),
+                "{mode}: edit {n}"
+            );
+        }
     }
 }
 
