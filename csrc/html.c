@@ -325,8 +325,8 @@ static inline int starts_with_p(xmlNodePtr n) {
 static int dump_doc(hbuf *b, xmlDocPtr doc, int format) {
     xmlNodePtr root = (xmlNodePtr)doc, cur = root, parent = root->parent;
     const htmlElemDesc *info;
-    name_cache *cache = xmlMalloc(sizeof(name_cache));
-    if (cache == NULL) { b->failed = 1; return 0; }
+    name_cache names; /* 4 KiB, on the stack: no allocation per page */
+    name_cache *cache = &names;
     memset(cache, 0, sizeof(name_cache));
     for (;;) {
         switch (cur->type) {
@@ -344,7 +344,7 @@ static int dump_doc(hbuf *b, xmlDocPtr doc, int format) {
         case XML_ELEMENT_NODE: {
             xmlAttrPtr a;
             xmlNsPtr ns;
-            if (cur->parent != parent) { xmlFree(cache); return 1; }
+            if (cur->parent != parent) return 1;
             info = describe(cache, cur);
             HB_LIT(b, "<");
             hb_qname(b, cur->ns, cur->name);
@@ -427,7 +427,7 @@ static int dump_doc(hbuf *b, xmlDocPtr doc, int format) {
         }
 
         for (;;) {
-            if (cur == root) { xmlFree(cache); return 0; }
+            if (cur == root) return 0;
             if (cur->next != NULL) {
                 cur = cur->next;
                 break;
@@ -463,7 +463,7 @@ static int dump_doc(hbuf *b, xmlDocPtr doc, int format) {
 int shim_save_html(xmlDocPtr result, xsltStylesheetPtr style, xmlChar **out, int *len) {
     const xmlChar *method, *encoding;
     int indent, rc;
-    hbuf b = {NULL, 0, 16384, 0};
+    hbuf b = {NULL, 0, 4096, 0}; /* doubled as needed */
     *out = NULL;
     *len = 0;
     if (result->type != XML_HTML_DOCUMENT_NODE || result->children == NULL ||
