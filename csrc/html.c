@@ -51,7 +51,6 @@
 #include <libxml/uri.h>
 #include <libxml/HTMLparser.h>
 #include <libxml/HTMLtree.h>
-#include <libxml/encoding.h>
 #include <libxslt/xsltInternals.h>
 #include <libxslt/imports.h>
 
@@ -317,8 +316,24 @@ static inline int not_texty(xmlNodePtr n) {
     return n->type != XML_TEXT_NODE && n->type != XML_ENTITY_REF_NODE;
 }
 
+/* Formatting never adds a newline inside p, pre or param (or a nameless node). */
 static inline int starts_with_p(xmlNodePtr n) {
     return n->name == NULL || n->name[0] == 'p';
+}
+
+/* A newline right inside block element `el`, next to `edge` (its first
+   child after the start tag, its last before the end tag). */
+static inline int newline_inside(int format, const htmlElemDesc *info, xmlNodePtr el,
+                                 xmlNodePtr edge) {
+    return format && info != NULL && !info->isinline && not_texty(edge) &&
+           el->children != el->last && !starts_with_p(el);
+}
+
+/* A newline after block element `el` (in `parent`), before its next sibling. */
+static inline int newline_after(int format, const htmlElemDesc *info, xmlNodePtr el,
+                                xmlNodePtr parent) {
+    return format && info != NULL && !info->isinline && el->next != NULL &&
+           not_texty(el->next) && parent != NULL && !starts_with_p(parent);
 }
 
 /* The walk; 0 done, 1 a tree shape this does not handle. */
@@ -326,8 +341,7 @@ static int dump_doc(hbuf *b, xmlDocPtr doc, int format) {
     xmlNodePtr root = (xmlNodePtr)doc, cur = root, parent = root->parent;
     const htmlElemDesc *info;
     name_cache names; /* 4 KiB, on the stack: no allocation per page */
-    name_cache *cache = &names;
-    memset(cache, 0, sizeof(name_cache));
+    memset(&names, 0, sizeof(names));
     for (;;) {
         switch (cur->type) {
         case XML_HTML_DOCUMENT_NODE:
@@ -345,7 +359,7 @@ static int dump_doc(hbuf *b, xmlDocPtr doc, int format) {
             xmlAttrPtr a;
             xmlNsPtr ns;
             if (cur->parent != parent) return 1;
-            info = describe(cache, cur);
+            info = describe(&names, cur);
             HB_LIT(b, "<");
             hb_qname(b, cur->ns, cur->name);
             for (ns = cur->nsDef; ns != NULL; ns = ns->next) {
@@ -361,7 +375,7 @@ static int dump_doc(hbuf *b, xmlDocPtr doc, int format) {
                 HB_LIT(b, "=");
                 hb_quoted(b, ns->href);
             }
-            for (a = cur->properties; a != NULL; a = a->next) hb_attr(b, cache, doc, a);
+            for (a = cur->properties; a != NULL; a = a->next) hb_attr(b, &names, doc, a);
             if (info != NULL && info->empty) {
                 HB_LIT(b, ">");
             } else if (cur->children == NULL) {
@@ -376,22 +390,18 @@ static int dump_doc(hbuf *b, xmlDocPtr doc, int format) {
                 }
             } else {
                 HB_LIT(b, ">");
-                if (format && info != NULL && !info->isinline && not_texty(cur->children) &&
-                    cur->children != cur->last && !starts_with_p(cur))
-                    HB_LIT(b, "\n");
+                if (newline_inside(format, info, cur, cur->children)) HB_LIT(b, "\n");
                 parent = cur;
                 cur = cur->children;
                 continue;
             }
-            if (format && cur->next != NULL && info != NULL && !info->isinline &&
-                not_texty(cur->next) && parent != NULL && !starts_with_p(parent))
-                HB_LIT(b, "\n");
+            if (newline_after(format, info, cur, parent)) HB_LIT(b, "\n");
             break;
         }
         case XML_TEXT_NODE:
             if (cur->content == NULL) break;
             if (cur->name != xmlStringTextNoenc &&
-                (parent == NULL || !is_raw(cache, parent->name)))
+                (parent == NULL || !is_raw(&names, parent->name)))
                 hb_text(b, cur->content);
             else
                 hb_str(b, cur->content);
@@ -437,16 +447,12 @@ static int dump_doc(hbuf *b, xmlDocPtr doc, int format) {
             if (cur->type == XML_HTML_DOCUMENT_NODE || cur->type == XML_DOCUMENT_NODE) {
                 HB_LIT(b, "\n");
             } else {
-                info = format ? describe(cache, cur) : NULL;
-                if (format && info != NULL && !info->isinline && not_texty(cur->last) &&
-                    cur->children != cur->last && !starts_with_p(cur))
-                    HB_LIT(b, "\n");
+                info = format ? describe(&names, cur) : NULL;
+                if (newline_inside(format, info, cur, cur->last)) HB_LIT(b, "\n");
                 HB_LIT(b, "</");
                 hb_qname(b, cur->ns, cur->name);
                 HB_LIT(b, ">");
-                if (format && info != NULL && !info->isinline && cur->next != NULL &&
-                    not_texty(cur->next) && parent != NULL && !starts_with_p(parent))
-                    HB_LIT(b, "\n");
+                if (newline_after(format, info, cur, parent)) HB_LIT(b, "\n");
             }
         }
     }

@@ -679,9 +679,10 @@ impl XmlDoc {
     /// equal bytes, so a hash of the form identifies a faithful tree as
     /// well as a hash of its bytes, for less (callgrind, the 10 KB sample
     /// article's stage-1 tree: the walk 33k instructions where serializing
-    /// took 199k; with the hash, 69k against 236k). `None` when the tree holds something the form does
-    /// not encode (a DTD with declarations, an entity reference, another
-    /// node type) or memory ran out: serialize instead.
+    /// took 199k; with the hash, 69k against 236k). `None` when the tree
+    /// holds something the form does not encode (a DTD with declarations,
+    /// an entity reference, another node type) or memory ran out:
+    /// serialize instead.
     pub fn with_canonical_form<R>(&self, f: impl FnOnce(&[u8]) -> R) -> Option<R> {
         let mut out: *mut u8 = ptr::null_mut();
         let mut len: usize = 0;
@@ -1266,15 +1267,25 @@ impl ResultDoc {
     /// indent, ...). The bytes are in the output encoding. Consumes the
     /// result: libxslt edits the tree while serializing HTML.
     ///
-    /// HTML in UTF-8 is written by `csrc/html.c` (the same bytes, about a
-    /// fifth of the instructions); everything else by libxslt
-    /// ([`ResultDoc::serialize_with_libxslt`]).
-    pub fn serialize(self) -> Result<Vec<u8>, XmlError> {
+    /// HTML in UTF-8 is written by `csrc/html.c` ([`ResultDoc::save_html`]:
+    /// the same bytes, about a quarter of the instructions); everything
+    /// else by libxslt ([`ResultDoc::serialize_with_libxslt`]).
+    pub fn serialize(mut self) -> Result<Vec<u8>, XmlError> {
+        match self.save_html()? {
+            Some(bytes) => Ok(bytes),
+            None => self.serialize_with_libxslt(),
+        }
+    }
+
+    /// The bytes `csrc/html.c` writes for an HTML result in UTF-8 (the
+    /// tree gains its meta element, as libxslt would add it); `None` for
+    /// any other result, left to libxslt.
+    fn save_html(&mut self) -> Result<Option<Vec<u8>>, XmlError> {
         begin();
         let mut out: *mut u8 = ptr::null_mut();
         let mut len: c_int = 0;
         // SAFETY: result tree and stylesheet instance are live and ours
-        // (the tree is consumed by this call); out/len are locals.
+        // (the tree exclusively, through `&mut self`); out/len are locals.
         let rc = unsafe {
             sys::shim_save_html(
                 self.doc.ptr.as_ptr(),
@@ -1285,8 +1296,8 @@ impl ResultDoc {
         };
         match rc {
             // SAFETY: on success `out` holds `len` bytes from libxml2's allocator.
-            0 => Ok(unsafe { take_buffer(out, len) }),
-            1 => self.serialize_with_libxslt(),
+            0 => Ok(Some(unsafe { take_buffer(out, len) })),
+            1 => Ok(None),
             _ => Err(XmlError::Serialize(
                 "out of memory serializing HTML".to_string(),
             )),

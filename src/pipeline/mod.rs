@@ -336,8 +336,8 @@ impl Pipeline {
         };
         let outputs = size.saturating_sub(source_budget + hot_budget + trace_budget);
         let intermediates = if incremental { outputs / 32 } else { 0 };
-        let hot_watcher = watcher(config, &fingerprints).map(Arc::new);
-        if let Some(w) = &hot_watcher {
+        let watcher = watcher(config, &fingerprints).map(Arc::new);
+        if let Some(w) = &watcher {
             // Checks of sources, stylesheets and DTDs by watch, not stat.
             fingerprints.watch_with(w, files.root());
         }
@@ -350,7 +350,7 @@ impl Pipeline {
             store: Store::new(outputs - intermediates, intermediates, fingerprints)
                 .with_traces(trace_budget),
             prologs: moka::sync::Cache::new(5_000),
-            hot: HotMemo::new(hot_budget, hot_watcher),
+            hot: HotMemo::new(hot_budget, watcher),
             pool: Arc::new(Pool::new(config.workers)?),
             mode: config.cache_mode,
             limits: config.limits,

@@ -187,13 +187,7 @@ async fn an_incremental_hit_needs_no_intermediate_output() {
     )
     .unwrap();
     let third = pipeline.render(&located, &req).await.unwrap();
-    assert_eq!(
-        third.cache,
-        CacheStatus::Partial {
-            reused: 1,
-            total: 2
-        }
-    );
+    assert_eq!(third.cache, FIRST_OF_TWO_REUSED);
     // Back to the first version: its trace and response are still there.
     std::fs::write(root.join("two.xsl"), identity).unwrap();
     let reverted = pipeline.render(&located, &req).await.unwrap();
@@ -211,6 +205,17 @@ fn keys_cover_the_documents_url() {
     assert_ne!(a.response_key(h), b.response_key(h));
     assert_ne!(a.stage_key(0, h), b.stage_key(0, h));
     assert_ne!(a.stage_key(1, h), b.stage_key(1, h));
+}
+
+/// Stage 1 of a two-stage chain reused, stage 2 computed.
+const FIRST_OF_TWO_REUSED: CacheStatus = CacheStatus::Partial {
+    reused: 1,
+    total: 2,
+};
+
+/// Incremental renders that had to walk the stages again, whole.
+fn whole_walks(p: &Pipeline) -> u64 {
+    p.stats().whole_walks.load(Ordering::Relaxed)
 }
 
 /// A two-stage site whose first stage drops `<volatile>`: a source that
@@ -270,13 +275,7 @@ async fn an_output_stored_by_hash_only_is_recomputed_when_a_later_stage_needs_it
     // 1's output is stored by its tree's hash only.
     volatile_site(root, "2");
     let cut = render_doc(&inc).await;
-    assert_eq!(
-        cut.cache,
-        CacheStatus::Partial {
-            reused: 1,
-            total: 2
-        }
-    );
+    assert_eq!(cut.cache, FIRST_OF_TWO_REUSED);
     assert_eq!(cut.body, first.body);
     assert_eq!(runs(&inc), 3);
 
@@ -288,22 +287,16 @@ async fn an_output_stored_by_hash_only_is_recomputed_when_a_later_stage_needs_it
     assert_eq!(walked.body, render_doc(&off).await.body);
     assert_ne!(walked.body, first.body);
     assert_eq!(walked.cache, CacheStatus::Miss);
-    assert_eq!(inc.stats().whole_walks.load(Ordering::Relaxed), 1);
+    assert_eq!(whole_walks(&inc), 1);
     assert_eq!(runs(&inc), 5);
 
     // That walk stored stage 1 whole: the next change of the last stage
     // reuses it without walking again.
     last_stage(root, "v3");
     let reused = render_doc(&inc).await;
-    assert_eq!(
-        reused.cache,
-        CacheStatus::Partial {
-            reused: 1,
-            total: 2
-        }
-    );
+    assert_eq!(reused.cache, FIRST_OF_TWO_REUSED);
     assert_eq!(reused.body, render_doc(&off).await.body);
-    assert_eq!(inc.stats().whole_walks.load(Ordering::Relaxed), 1);
+    assert_eq!(whole_walks(&inc), 1);
     assert_eq!(runs(&inc), 6);
 }
 
@@ -329,18 +322,11 @@ async fn an_output_elided_on_a_wrong_guess_is_made_whole_by_the_stage_that_needs
         pipeline_at(root, CacheMode::Incremental),
         pipeline_at(root, CacheMode::Off),
     );
-    let walks = |p: &Pipeline| p.stats().whole_walks.load(Ordering::Relaxed);
 
     assert_eq!(render_doc(&inc).await.cache, CacheStatus::Miss);
     volatile_site(root, "2");
     let cut = render_doc(&inc).await;
-    assert_eq!(
-        cut.cache,
-        CacheStatus::Partial {
-            reused: 1,
-            total: 2
-        }
-    );
+    assert_eq!(cut.cache, FIRST_OF_TWO_REUSED);
 
     // The response the trace leads to goes stale (a file the last stage
     // read changed): stage 1 still guesses a cut-off and is elided, then
@@ -355,13 +341,7 @@ async fn an_output_elided_on_a_wrong_guess_is_made_whole_by_the_stage_that_needs
     // second walk.
     last("v2");
     let reused = render_doc(&inc).await;
-    assert_eq!(
-        reused.cache,
-        CacheStatus::Partial {
-            reused: 1,
-            total: 2
-        }
-    );
+    assert_eq!(reused.cache, FIRST_OF_TWO_REUSED);
     assert_eq!(reused.body, render_doc(&off).await.body);
-    assert_eq!(walks(&inc), 0);
+    assert_eq!(whole_walks(&inc), 0);
 }
