@@ -90,6 +90,30 @@ struct Seen {
     watched: Watched,
 }
 
+impl Seen {
+    /// The token this entry holds, vouching or not.
+    fn token(&self) -> Option<Arc<Token>> {
+        match &self.watched {
+            Watched::Token(token) | Watched::Lapsed(token) | Watched::Forgotten(token) => {
+                Some(Arc::clone(token))
+            }
+            Watched::Untried | Watched::Refused => None,
+        }
+    }
+
+    /// Whether the hash still holds for a file whose stamp is `stamp`.
+    fn holds_under(&self, stamp: Stamp) -> bool {
+        self.stamp == stamp && !matches!(self.watched, Watched::Forgotten(_))
+    }
+
+    /// What a new entry for the same path, with other contents, is watched
+    /// by: the token this one held, lapsed.
+    fn successor(seen: Option<&Seen>) -> Watched {
+        seen.and_then(Seen::token)
+            .map_or(Watched::Untried, Watched::Lapsed)
+    }
+}
+
 /// Whether the watcher vouches for a [`Seen`].
 #[derive(Clone)]
 enum Watched {
@@ -97,6 +121,15 @@ enum Watched {
     Untried,
     /// Fresh while this token is unchanged.
     Token(Arc<Token>),
+    /// Watched before, and the token saw a change: it vouches for nothing,
+    /// but keeps the file's names watched (see [`Watcher`]'s pruning), so
+    /// a change before the file is watched again still reaches the change
+    /// hook and makes the next check re-read it, even a same-length
+    /// write within one clock tick that its stamp would not show.
+    Lapsed(Arc<Token>),
+    /// The change hook was told of a change: whatever the stamp says, the
+    /// next check re-reads the file (the token is kept, as for `Lapsed`).
+    Forgotten(Arc<Token>),
     /// Not watchable (outside the root, a symlink on the way, too many
     /// directories): checked by `stat`.
     Refused,
@@ -170,17 +203,19 @@ impl Fingerprints {
                 if watcher.unchanged(token) {
                     return Ok((*stamp, *hash));
                 }
-                // Changed: the change hook may have forgotten the entry.
+                // Changed: the change hook may have marked the entry
+                // forgotten.
                 seen = self.memo.get(path);
             }
         }
         let stamp = Stamp::current(path)?;
-        if let Some(s) = seen.filter(|s| s.stamp == stamp) {
-            if matches!(s.watched, Watched::Untried | Watched::Token(_)) {
+        if let Some(s) = seen.as_ref().filter(|s| s.holds_under(stamp)) {
+            if !matches!(s.watched, Watched::Refused) {
                 self.try_watch(path, stamp, s.hash);
             }
             return Ok((stamp, s.hash));
         }
+        let watched = Seen::successor(seen.as_ref());
         let bytes = std::fs::read(path)?;
         let hash = ContentHash::of(&bytes);
         // Watched only when checked again: a file seen once (most documents
@@ -190,7 +225,7 @@ impl Fingerprints {
             Seen {
                 stamp,
                 hash,
-                watched: Watched::Untried,
+                watched,
             },
         );
         Ok((stamp, hash))
@@ -299,14 +334,24 @@ impl Fingerprints {
     pub fn stamp_for(&self, path: &Path, hash: &ContentHash) -> Option<Stamp> {
         self.memo
             .get(path)
-            .filter(|s| s.hash == *hash)
+            .filter(|s| s.hash == *hash && s.holds_under(s.stamp))
             .map(|s| s.stamp)
     }
 
     /// Forgets what is known about `path` (it changed): the next check
     /// re-reads it even if its stamp looks the same.
     pub fn forget(&self, path: &Path) {
-        self.memo.invalidate(path);
+        let seen = self.memo.get(path);
+        match seen.as_ref().and_then(Seen::token).zip(seen) {
+            // Kept with its token: the file's names stay watched, so a
+            // second change before the next check is told here too.
+            Some((token, seen)) => {
+                let watched = Watched::Forgotten(token);
+                self.memo
+                    .insert(path.to_path_buf(), Seen { watched, ..seen });
+            }
+            None => self.memo.invalidate(path),
+        }
         self.canonical.invalidate(path);
     }
 
@@ -319,8 +364,8 @@ impl Fingerprints {
         let hash = ContentHash::of(&bytes);
         // What the watcher vouched for still holds if nothing changed.
         let watched = match self.memo.get(path) {
-            Some(s) if s.stamp == before && s.hash == hash => s.watched,
-            _ => Watched::Untried,
+            Some(s) if s.holds_under(before) && s.hash == hash => s.watched,
+            seen => Seen::successor(seen.as_ref()),
         };
         self.memo.insert(
             path.to_path_buf(),
@@ -415,6 +460,40 @@ mod tests {
         assert!(vouched(&f, &p));
         std::fs::remove_file(&p).unwrap();
         assert!(f.hash(&p).is_err());
+    }
+
+    #[test]
+    fn a_changed_file_stays_watched_until_it_is_watched_again() {
+        // Between a change and the check that watches the file again, only
+        // the change hook can tell a second same-length write within one
+        // clock tick (same stamp) from no write: the file's names must stay
+        // watched through the watcher's pruning of names no token holds.
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let p = root.join("a.xml");
+        std::fs::write(&p, "one").unwrap();
+        let (f, watcher) = watched(&root);
+        f.hash(&p).unwrap();
+        f.hash(&p).unwrap();
+        assert!(vouched(&f, &p));
+        let state = |f: &Fingerprints| f.memo.get(&p).map(|s| s.watched);
+        std::fs::write(&p, "two").unwrap();
+        assert_eq!(f.hash(&p).unwrap(), ContentHash::of(b"two"));
+        assert!(matches!(state(&f), Some(Watched::Lapsed(_))));
+        // Enough other names registered and dropped to prune the map.
+        for i in 0..3 * super::super::watch::PRUNE_FLOOR {
+            watcher.register(&root, [root.join(format!("n{i}")).as_path()]);
+        }
+        std::fs::write(&p, "tre").unwrap();
+        watcher.sync();
+        assert!(
+            matches!(state(&f), Some(Watched::Forgotten(_))),
+            "the second change reached the hook"
+        );
+        assert_eq!(f.stamp_for(&p, &ContentHash::of(b"two")), None);
+        assert_eq!(f.hash(&p).unwrap(), ContentHash::of(b"tre"));
+        assert_eq!(f.hash(&p).unwrap(), ContentHash::of(b"tre"));
+        assert!(vouched(&f, &p), "watched again");
     }
 
     #[test]

@@ -64,7 +64,15 @@ struct Inner {
     dirs: HashMap<std::path::PathBuf, Dir>,
     by_wd: HashMap<WatchDescriptor, std::path::PathBuf>,
     buffer: Vec<u8>,
+    /// Names in `dirs`, at most (directories dropped with their names are
+    /// counted again at the next pruning).
+    names: usize,
+    /// When `names` passes this, names no token holds are dropped.
+    prune_at: usize,
 }
+
+/// The fewest names kept before the first pruning.
+pub(super) const PRUNE_FLOOR: usize = 4096;
 
 /// Told the path of every changed name, while the change is applied (so
 /// memos keyed by path can forget it before any request looks).
@@ -116,6 +124,8 @@ impl Watcher {
                 dirs: HashMap::new(),
                 by_wd: HashMap::new(),
                 buffer: vec![0; 64 * 1024],
+                names: 0,
+                prune_at: PRUNE_FLOOR,
             }),
             epoch: AtomicU64::new(0),
             max_dirs,
@@ -140,6 +150,7 @@ impl Watcher {
             dirs,
             by_wd,
             buffer,
+            ..
         } = inner;
         let mut stale = Vec::new();
         loop {
@@ -289,9 +300,38 @@ impl Watcher {
             );
         }
         let entry = inner.dirs.get_mut(dir)?;
-        Some(Arc::clone(
-            entry.names.entry(name.to_os_string()).or_default(),
-        ))
+        if let Some(counter) = entry.names.get(name) {
+            return Some(Arc::clone(counter));
+        }
+        let counter = Counter::default();
+        entry
+            .names
+            .insert(name.to_os_string(), Arc::clone(&counter));
+        inner.names += 1;
+        if inner.names > inner.prune_at {
+            Self::prune(inner);
+        }
+        Some(counter)
+    }
+
+    /// Drops the names no token holds (their counter's only owner is the
+    /// map), so the map follows the memos that hold tokens instead of
+    /// growing with every file ever watched. Nothing can be stale over a
+    /// dropped name: a later registration starts a fresh counter, and
+    /// events for it no longer reach the change hook, which matters only
+    /// for memo entries that hold no token (checked by `stat`, like a file
+    /// seen once). The next pruning waits until the map has doubled:
+    /// amortized O(1) per registration.
+    fn prune(inner: &mut Inner) {
+        let mut kept = 0;
+        for dir in inner.dirs.values_mut() {
+            dir.names
+                .retain(|_, counter| Arc::strong_count(counter) > 1);
+            dir.names.shrink_to_fit();
+            kept += dir.names.len();
+        }
+        inner.names = kept;
+        inner.prune_at = (2 * kept).max(PRUNE_FLOOR);
     }
 
     /// Whether nothing `token` recorded has changed; call [`Watcher::sync`]
@@ -461,5 +501,41 @@ mod tests {
                 .is_none()
         );
         assert!(w.register(&root, [root.join("a/x").as_path()]).is_some());
+    }
+
+    /// Names in the map.
+    fn names(w: &Watcher) -> usize {
+        w.lock().dirs.values().map(|d| d.names.len()).sum()
+    }
+
+    #[test]
+    fn names_no_token_holds_are_dropped_and_held_ones_still_see_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let kept = root.join("kept.xml");
+        std::fs::write(&kept, "1").unwrap();
+        let w = Watcher::new(10, None).unwrap();
+        let token = w.register(&root, [kept.as_path()]).unwrap();
+        // Files visited once and forgotten by every memo (names need not
+        // exist to be watched).
+        let visited = 3 * PRUNE_FLOOR;
+        for i in 0..visited {
+            let gone = w.register(&root, [root.join(format!("n{i}.xml")).as_path()]);
+            assert!(gone.is_some());
+        }
+        let held = names(&w);
+        assert!(
+            held <= 2 * PRUNE_FLOOR,
+            "{held} names kept after {visited} dropped registrations"
+        );
+        assert!(fresh(&w, &token), "pruning bumps nothing");
+        std::fs::write(&kept, "2").unwrap();
+        assert!(!fresh(&w, &token), "a held name still sees its changes");
+        // A dropped name registered again gets a counter that works.
+        let again_path = root.join("n0.xml");
+        let again = w.register(&root, [again_path.as_path()]).unwrap();
+        assert!(fresh(&w, &again));
+        std::fs::write(&again_path, "x").unwrap();
+        assert!(!fresh(&w, &again));
     }
 }
