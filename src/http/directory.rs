@@ -50,7 +50,7 @@ pub fn listing(dir: &ConfinedPath, root: &std::path::Path) -> std::io::Result<By
         } else {
             format!(
                 " type=\"{}\"",
-                escape(
+                super::escape_markup(
                     mime_guess::from_path(&name)
                         .first_or_octet_stream()
                         .essence_str()
@@ -59,7 +59,7 @@ pub fn listing(dir: &ConfinedPath, root: &std::path::Path) -> std::io::Result<By
         };
         out.push_str(&format!(
             "  <{kind} name=\"{}\" size=\"{}\" mtime=\"{}\"{}{}{}{mime}/>\n",
-            escape(&name),
+            super::escape_markup(&name),
             meta.len(),
             meta.mtime(),
             flag(0o400, "readable"),
@@ -69,10 +69,4 @@ pub fn listing(dir: &ConfinedPath, root: &std::path::Path) -> std::io::Result<By
     }
     out.push_str("</filelist>\n");
     Ok(Bytes::from(out))
-}
-
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('"', "&quot;")
 }

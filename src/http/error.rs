@@ -93,20 +93,6 @@ impl HttpError {
     }
 }
 
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 impl IntoResponse for HttpError {
     fn into_response(self) -> Response {
         let status = self.status();
@@ -139,8 +125,8 @@ impl IntoResponse for HttpError {
             "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{code} {title}</title></head>\n\
              <body><h1>{code} {title}</h1>\n<pre>{detail}</pre>\n<hr><address>Axle</address></body></html>\n",
             code = status.as_u16(),
-            title = escape(title),
-            detail = escape(&detail),
+            title = super::escape_markup(title),
+            detail = super::escape_markup(&detail),
         );
         let mut response = (status, body).into_response();
         let headers = response.headers_mut();

@@ -702,10 +702,10 @@ async fn error_page(
     };
     let doc = format!(
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<error><file>{}</file><msg>{}</msg><stage>{}</stage><stylesheet>{}</stylesheet><status>500</status></error>\n",
-        xml_escape(located.path.rel()),
-        xml_escape(&message),
-        xml_escape(&stage),
-        xml_escape(&stylesheet),
+        escape_markup(located.path.rel()),
+        escape_markup(&message),
+        escape_markup(&stage),
+        escape_markup(&stylesheet),
     );
     let mut error_req = RenderRequest::with_params(req.params.clone());
     error_req.processors = vec![crate::chain::Processor {
@@ -732,10 +732,20 @@ async fn error_page(
     }
 }
 
-fn xml_escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
+/// `text` escaped for XML or HTML text and double-quoted attribute values
+/// (the error page, the error document and directory listings).
+fn escape_markup(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// Request parameters that become stylesheet params: query pairs and form
@@ -898,6 +908,12 @@ async fn serve_static(located: &Located, request: Request) -> Result<Response, H
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn markup_escaping_covers_text_and_quoted_attributes() {
+        assert_eq!(escape_markup(r#"a<b>&"c'é"#), "a&lt;b&gt;&amp;&quot;c'é");
+        assert_eq!(escape_markup("plain"), "plain");
+    }
 
     #[test]
     fn params_take_both_separators_and_skip_non_names() {
