@@ -778,6 +778,9 @@ impl Pipeline {
                     // response is still stored. Not stored again under
                     // this request's key (a dynamic source has a new key
                     // each time); the trace finds it while it lasts.
+                    if let Some(tree) = carried.take() {
+                        self.pool.drop_on_pool(tree);
+                    }
                     validators.extend(entry.deps.iter().cloned());
                     let status = CacheStatus::of_reused(reused + 1, total);
                     return Ok(Some(rendered(&entry, status, Some(stored))));
@@ -791,7 +794,7 @@ impl Pipeline {
             // The input; `None` when it is an elided output found in the
             // store, usable only through what is stored (or being computed)
             // under this stage's key.
-            let input = match (carried.take(), &previous) {
+            let mut input = match (carried.take(), &previous) {
                 (Some(tree), Some((_, p))) if p.elided => Some(Input::Tree {
                     tree,
                     make_whole: Some(Arc::clone(p)),
@@ -815,8 +818,11 @@ impl Pipeline {
                 // output as found (and it is rare enough to go uncoalesced).
                 // Its inputs are never elided: it stores what it computes
                 // whole.
-                match (self.store.get(&key, tier).await, input) {
-                    (Some(entry), _) if !entry.elided => (entry, true),
+                match (self.store.get(&key, tier).await, input.take()) {
+                    (Some(entry), unused) if !entry.elided => {
+                        self.drop_input_on_pool(unused);
+                        (entry, true)
+                    }
                     (_, None) => return Ok(None),
                     (_, Some(input)) => {
                         let (entry, tree, made_whole) = self
@@ -828,10 +834,11 @@ impl Pipeline {
                     }
                 }
             } else {
+                let slot = &mut input;
                 let compute = async {
                     // Nothing stored or being computed here, and no input
                     // to compute from: the caller walks again, whole.
-                    let input = input.ok_or(Stop::Elided)?;
+                    let input = slot.take().ok_or(Stop::Elided)?;
                     let (entry, tree, made_whole) = self
                         .compute_stage(walk, index, input, false, earlier)
                         .await
@@ -839,7 +846,11 @@ impl Pipeline {
                     made = Some((tree, made_whole));
                     Ok(entry)
                 };
-                match self.store.get_or_compute(key, tier, compute).await {
+                let got = self.store.get_or_compute(key, tier, compute).await;
+                // Found stored (or computed by another request): the input
+                // was not needed.
+                self.drop_input_on_pool(input.take());
+                match got {
                     Ok(got) => got,
                     Err(stop) => match &*stop {
                         Stop::Elided => return Ok(None),
@@ -876,6 +887,16 @@ impl Pipeline {
         Err(PipelineError::SourceChanged(
             walk.located.path.rel().to_string(),
         ))
+    }
+
+    /// Frees an input tree a stage did not need on the pool, where it was
+    /// built: freed on the connection thread, the stage-1 tree of a dynamic
+    /// article cost ~58k instructions a request (callgrind), most of them
+    /// the allocator's cross-thread frees.
+    fn drop_input_on_pool(&self, input: Option<Input>) {
+        if let Some(Input::Tree { tree, .. }) = input {
+            self.pool.drop_on_pool(tree);
+        }
     }
 
     /// Runs stage `index` of an incremental walk on the pool. Returns its
