@@ -101,9 +101,14 @@ impl Seen {
         }
     }
 
+    /// Whether the change hook was told this file changed.
+    fn forgotten(&self) -> bool {
+        matches!(self.watched, Watched::Forgotten(_))
+    }
+
     /// Whether the hash still holds for a file whose stamp is `stamp`.
     fn holds_under(&self, stamp: Stamp) -> bool {
-        self.stamp == stamp && !matches!(self.watched, Watched::Forgotten(_))
+        self.stamp == stamp && !self.forgotten()
     }
 
     /// What a new entry for the same path, with other contents, is watched
@@ -334,22 +339,22 @@ impl Fingerprints {
     pub fn stamp_for(&self, path: &Path, hash: &ContentHash) -> Option<Stamp> {
         self.memo
             .get(path)
-            .filter(|s| s.hash == *hash && s.holds_under(s.stamp))
+            .filter(|s| s.hash == *hash && !s.forgotten())
             .map(|s| s.stamp)
     }
 
     /// Forgets what is known about `path` (it changed): the next check
     /// re-reads it even if its stamp looks the same.
     pub fn forget(&self, path: &Path) {
-        let seen = self.memo.get(path);
-        match seen.as_ref().and_then(Seen::token).zip(seen) {
-            // Kept with its token: the file's names stay watched, so a
-            // second change before the next check is told here too.
-            Some((token, seen)) => {
-                let watched = Watched::Forgotten(token);
-                self.memo
-                    .insert(path.to_path_buf(), Seen { watched, ..seen });
-            }
+        // An entry holding a token is kept, marked: the file's names stay
+        // watched, so a second change before the next check is told here
+        // too.
+        let marked = self.memo.get(path).and_then(|seen| {
+            let watched = Watched::Forgotten(seen.token()?);
+            Some(Seen { watched, ..seen })
+        });
+        match marked {
+            Some(seen) => self.memo.insert(path.to_path_buf(), seen),
             None => self.memo.invalidate(path),
         }
         self.canonical.invalidate(path);
@@ -481,7 +486,7 @@ mod tests {
         assert_eq!(f.hash(&p).unwrap(), ContentHash::of(b"two"));
         assert!(matches!(state(&f), Some(Watched::Lapsed(_))));
         // Enough other names registered and dropped to prune the map.
-        for i in 0..3 * super::super::watch::PRUNE_FLOOR {
+        for i in 0..3 * crate::cache::watch::PRUNE_FLOOR {
             watcher.register(&root, [root.join(format!("n{i}")).as_path()]);
         }
         std::fs::write(&p, "tre").unwrap();

@@ -7,28 +7,30 @@
 use super::*;
 use proptest::prelude::*;
 
+/// `xsl` compiled (a test failure if it does not compile).
+fn compiled(xsl: &str) -> Arc<Stylesheet> {
+    let resolver: Arc<dyn Resolver> = Arc::new(RefuseAll);
+    Arc::new(
+        Stylesheet::compile(xsl.as_bytes(), "/site/style.xsl", resolver)
+            .unwrap_or_else(|e| panic!("{e}\n{xsl}")),
+    )
+}
+
+/// `xml` transformed by `style`: the result tree, not yet serialized.
+fn transformed(style: &Arc<Stylesheet>, xml: &str) -> ResultDoc {
+    let resolver: Arc<dyn Resolver> = Arc::new(RefuseAll);
+    let doc = XmlDoc::parse(xml.as_bytes(), "/site/doc.xml", resolver.clone())
+        .unwrap_or_else(|e| panic!("{e}\n{xml}"));
+    style
+        .transform(doc, "/site/doc.xml", &[], &Limits::default(), resolver)
+        .unwrap_or_else(|e| panic!("{e}\n{xml}"))
+}
+
 /// Both serializations of `xml` through `xsl`, each from its own transform.
 fn both(xsl: &str, xml: &str) -> (Vec<u8>, Vec<u8>) {
-    let resolver: Arc<dyn Resolver> = Arc::new(RefuseAll);
-    let style = Arc::new(
-        Stylesheet::compile(xsl.as_bytes(), "/site/style.xsl", resolver.clone())
-            .unwrap_or_else(|e| panic!("{e}\n{xsl}")),
-    );
-    let result = || {
-        let doc = XmlDoc::parse(xml.as_bytes(), "/site/doc.xml", resolver.clone())
-            .unwrap_or_else(|e| panic!("{e}\n{xml}"));
-        style
-            .transform(
-                doc,
-                "/site/doc.xml",
-                &[],
-                &Limits::default(),
-                resolver.clone(),
-            )
-            .unwrap_or_else(|e| panic!("{e}\n{xml}"))
-    };
-    let ours = result().serialize().unwrap();
-    let theirs = result().serialize_with_libxslt().unwrap();
+    let style = compiled(xsl);
+    let ours = transformed(&style, xml).serialize().unwrap();
+    let theirs = transformed(&style, xml).serialize_with_libxslt().unwrap();
     (ours, theirs)
 }
 
@@ -224,28 +226,8 @@ fn every_rule_on_one_page() {
 fn the_fast_path_is_taken_for_html_in_utf8() {
     // The comparisons above would pass if the fast path never ran; this
     // checks that it takes an HTML tree in UTF-8, and leaves XML alone.
-    let resolver: Arc<dyn Resolver> = Arc::new(RefuseAll);
-    let result = |output: &str| {
-        let style = Arc::new(
-            Stylesheet::compile(
-                stylesheet(output).as_bytes(),
-                "/site/style.xsl",
-                resolver.clone(),
-            )
-            .unwrap(),
-        );
-        let doc =
-            XmlDoc::parse(b"<html><p>x</p></html>", "/site/doc.xml", resolver.clone()).unwrap();
-        style
-            .transform(
-                doc,
-                "/site/doc.xml",
-                &[],
-                &Limits::default(),
-                resolver.clone(),
-            )
-            .unwrap()
-    };
+    let result =
+        |output: &str| transformed(&compiled(&stylesheet(output)), "<html><p>x</p></html>");
     assert_eq!(
         result(OUTPUTS[0]).save_html().unwrap().as_deref(),
         Some(&b"<html><p>x</p></html>\n"[..])
