@@ -6,6 +6,8 @@
  * Keeping the field accesses here means no libxml2/libxslt struct layout is
  * mirrored in Rust; only opaque pointers cross the boundary.
  */
+#define _GNU_SOURCE /* RTLD_DEFAULT */
+#include <dlfcn.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -562,4 +564,34 @@ xsltStylesheetPtr shim_embedded_stylesheet(xmlDocPtr doc, const char *id) {
     if (ret == NULL) { xmlFreeDoc(fake); return NULL; }
     if (ret->errors != 0) { xsltFreeStylesheet(ret); return NULL; }
     return ret;
+}
+
+/*
+ * xmlStrEqual, defined again: the same answers as libxml2's, faster.
+ *
+ * libxslt 1.1.35 (built without XSLT_REFACTORED, as Debian builds it) asks
+ * IS_XSLT_ELEM(n), that is xmlStrEqual(n->ns->href, XSLT_NAMESPACE), for
+ * every instruction it executes and every template body it enters. The two
+ * strings are never the same pointer, so libxml2's byte-at-a-time loop walks
+ * all 36 bytes of "http://www.w3.org/1999/XSL/Transform" each time: 8.6% of
+ * an uncached three-stage render's instructions (callgrind).
+ *
+ * A definition in the executable comes first in the dynamic linker's lookup
+ * order, so libxslt's and libexslt's calls (through their PLT) land here, as
+ * the C allocator's do in mimalloc (see src/main.rs). The linker exports it
+ * because those libraries reference it; shim_str_equal_is_ours() asks the
+ * dynamic linker which definition wins, and `ffi::tests` checks the answer. Equality by strcmp is what libxml2 itself compiles under
+ * FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION, and libc's strcmp compares a
+ * vector at a time.
+ */
+int xmlStrEqual(const xmlChar *str1, const xmlChar *str2) {
+    if (str1 == str2) return 1;
+    if (str1 == NULL || str2 == NULL) return 0;
+    return strcmp((const char *)str1, (const char *)str2) == 0;
+}
+
+/* 1 when the dynamic linker resolves xmlStrEqual to the definition above
+ * (so libxslt's calls arrive here), 0 when to libxml2's. */
+int shim_str_equal_is_ours(void) {
+    return dlsym(RTLD_DEFAULT, "xmlStrEqual") == (void *)xmlStrEqual;
 }

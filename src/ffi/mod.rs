@@ -211,6 +211,15 @@ pub fn init() {
     });
 }
 
+/// Whether libxslt's calls to `xmlStrEqual` reach Axle's faster definition
+/// (`csrc/shim.c`) rather than libxml2's: true in any executable that links
+/// this crate, where the linker exports it because libxslt references it.
+pub fn str_equal_is_ours() -> bool {
+    // SAFETY: takes nothing and only asks the dynamic linker (dlsym) for a
+    // symbol's address.
+    unsafe { sys::shim_str_equal_is_ours() != 0 }
+}
+
 static SEC_PREFS: std::sync::atomic::AtomicPtr<std::ffi::c_void> =
     std::sync::atomic::AtomicPtr::new(ptr::null_mut());
 

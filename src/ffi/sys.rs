@@ -201,4 +201,5 @@ unsafe extern "C" {
     pub fn shim_dtd_external_id(d: *mut xmlDoc) -> *const c_char;
     pub fn shim_dtd_system_id(d: *mut xmlDoc) -> *const c_char;
     pub fn shim_dtd_name(d: *mut xmlDoc) -> *const c_char;
+    pub fn shim_str_equal_is_ours() -> c_int;
 }

@@ -692,3 +692,35 @@ fn a_tree_with_what_the_canonical_form_does_not_encode_has_none() {
     assert_eq!(form("<!DOCTYPE d [<!ENTITY e \"x\">]><d>&e;</d>"), None);
     assert_eq!(form("<!DOCTYPE d [<!ELEMENT d (#PCDATA)>]><d>x</d>"), None);
 }
+
+#[test]
+fn libxslt_compares_strings_with_axle_s_str_equal_and_gets_the_same_answers() {
+    assert!(
+        str_equal_is_ours(),
+        "the executable does not export csrc/shim.c's xmlStrEqual"
+    );
+    // libxslt tells instructions from literal result elements with
+    // xmlStrEqual(namespace, XSLT's): a near miss of the namespace (longer,
+    // shorter, one byte off) is literal, the namespace under another prefix
+    // is XSLT.
+    let out = run(
+        r#"<t:stylesheet version="1.0" xmlns:t="http://www.w3.org/1999/XSL/Transform"
+             xmlns:a="http://www.w3.org/1999/XSL/TransformX"
+             xmlns:b="http://www.w3.org/1999/XSL/Transfor"
+             xmlns:c="http://www.w3.org/1999/XSL/Transforn"
+             exclude-result-prefixes="">
+           <t:output method="xml" omit-xml-declaration="yes"/>
+           <t:template match="/"><r><a:value-of select="1"/><b:value-of select="2"/><c:value-of select="3"/><t:value-of select="4"/></r></t:template>
+         </t:stylesheet>"#,
+        "<d/>",
+    )
+    .unwrap();
+    assert_eq!(
+        String::from_utf8(out).unwrap(),
+        concat!(
+            r#"<r xmlns:a="http://www.w3.org/1999/XSL/TransformX" xmlns:b="http://www.w3.org/1999/XSL/Transfor" xmlns:c="http://www.w3.org/1999/XSL/Transforn">"#,
+            r#"<a:value-of select="1"/><b:value-of select="2"/><c:value-of select="3"/>4</r>"#,
+            "\n"
+        )
+    );
+}
