@@ -2,7 +2,8 @@
 //! compiles the only C in the project: `csrc/shim.c` formats libxslt's
 //! variadic error callbacks and reads struct fields, so no libxml2/libxslt
 //! struct layout is mirrored in Rust, and defines a faster `xmlStrEqual`
-//! that libxslt's calls bind to; `csrc/dtd.c` lends parsed DTDs to
+//! and a once-per-process `xsltRegisterAllElement` that libxslt's calls
+//! bind to; `csrc/dtd.c` lends parsed DTDs to
 //! later parses (see `src/ffi/dtd.rs`); `csrc/html.c` serializes HTML
 //! results as libxslt does, faster.
 

@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE /* RTLD_DEFAULT */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -25,6 +26,8 @@
 #include <libxslt/transform.h>
 #include <libxslt/xsltutils.h>
 #include <libxslt/imports.h>
+#include <libxslt/extensions.h>
+#include <libxslt/extra.h>
 
 /* Implemented in Rust (src/ffi/mod.rs): append to the current thread's buffer. */
 extern void axle_error_sink(const char *msg);
@@ -594,4 +597,85 @@ int xmlStrEqual(const xmlChar *str1, const xmlChar *str2) {
  * (so libxslt's calls arrive here), 0 when to libxml2's. */
 int shim_str_equal_is_ours(void) {
     return dlsym(RTLD_DEFAULT, "xmlStrEqual") == (void *)xmlStrEqual;
+}
+
+/*
+ * xsltRegisterAllElement, defined again: the XSLT instructions registered
+ * once for the process instead of once per transform.
+ *
+ * libxslt 1.1.35's xsltNewTransformContext registers the 24 XSLT elements
+ * (apply-templates ... fallback) in a fresh per-context hash table, which
+ * copies each name and the namespace URI, and frees it all with the
+ * context: ~25k instructions a transform (callgrind: 15% of the trivial
+ * page's uncached three-stage render). That table is only read by
+ * xsltExtElementLookup, which looks in the context's table and then in the
+ * process-wide table of module elements, and it is asked only by
+ * element-available() and for elements marked as extension elements at
+ * compile time (never XSLT's own: those carry their compiled form). So the
+ * same 24 names, under the same functions, are registered once as module
+ * elements and the per-context registration does nothing: every lookup
+ * gives the answer it gave before. The call from xsltNewTransformContext
+ * goes through libxslt's PLT, so the executable's definition is the one
+ * called (as with xmlStrEqual above); shim_xslt_elements_are_shared() says
+ * whether it is, and `ffi::tests` checks element-available() against a
+ * list of answers xsltproc gives.
+ */
+static void shim_message(xsltTransformContextPtr ctxt, xmlNodePtr node, xmlNodePtr inst,
+                         xsltElemPreCompPtr comp) {
+    (void)comp;
+    xsltMessage(ctxt, node, inst); /* what libxslt's xsltMessageWrapper does */
+}
+
+static pthread_once_t xslt_elements_once = PTHREAD_ONCE_INIT;
+
+static void register_xslt_elements(void) {
+    static const struct {
+        const char *name;
+        xsltTransformFunction transform;
+    } elements[] = {
+        {"apply-templates", xsltApplyTemplates},
+        {"apply-imports", xsltApplyImports},
+        {"call-template", xsltCallTemplate},
+        {"element", xsltElement},
+        {"attribute", xsltAttribute},
+        {"text", xsltText},
+        {"processing-instruction", xsltProcessingInstruction},
+        {"comment", xsltComment},
+        {"copy", xsltCopy},
+        {"value-of", xsltValueOf},
+        {"number", xsltNumber},
+        {"for-each", xsltForEach},
+        {"if", xsltIf},
+        {"choose", xsltChoose},
+        {"sort", xsltSort},
+        {"copy-of", xsltCopyOf},
+        {"message", shim_message},
+        /* "Those don't have callable entry points but are registered anyway" */
+        {"variable", xsltDebug},
+        {"param", xsltDebug},
+        {"with-param", xsltDebug},
+        {"decimal-format", xsltDebug},
+        {"when", xsltDebug},
+        {"otherwise", xsltDebug},
+        {"fallback", xsltDebug},
+    };
+    size_t i;
+    for (i = 0; i < sizeof elements / sizeof elements[0]; i++)
+        xsltRegisterExtModuleElement(BAD_CAST elements[i].name, XSLT_NAMESPACE, NULL,
+                                     elements[i].transform);
+}
+
+/* Called by ffi::init, before any transform thread starts. */
+void shim_share_xslt_elements(void) { pthread_once(&xslt_elements_once, register_xslt_elements); }
+
+/* Called by libxslt for every transform context: one pthread_once check. */
+void xsltRegisterAllElement(xsltTransformContextPtr ctxt) {
+    (void)ctxt;
+    shim_share_xslt_elements();
+}
+
+/* 1 when the dynamic linker resolves xsltRegisterAllElement to the
+ * definition above, 0 when to libxslt's. */
+int shim_xslt_elements_are_shared(void) {
+    return dlsym(RTLD_DEFAULT, "xsltRegisterAllElement") == (void *)xsltRegisterAllElement;
 }

@@ -171,6 +171,9 @@ pub fn init() {
             // libxslt's own test extension (namespace
             // http://xmlsoft.org/XSLT/), registered by xsltproc too.
             sys::xsltRegisterTestModule();
+            // XSLT's own elements as module elements, once (see
+            // csrc/shim.c: xsltRegisterAllElement).
+            sys::shim_share_xslt_elements();
             sys::shim_install_xslt_error();
             sys::xmlSetExternalEntityLoader(Some(entity_loader));
             // Defence in depth: libxml2's own file and HTTP input handlers
@@ -218,6 +221,16 @@ pub fn str_equal_is_ours() -> bool {
     // SAFETY: takes nothing and only asks the dynamic linker (dlsym) for a
     // symbol's address.
     unsafe { sys::shim_str_equal_is_ours() != 0 }
+}
+
+/// Whether libxslt's per-transform registration of the XSLT elements
+/// reaches Axle's definition (`csrc/shim.c`), which registers them once for
+/// the process, rather than libxslt's, which copies them into every
+/// transform context.
+pub fn xslt_elements_are_shared() -> bool {
+    // SAFETY: takes nothing and only asks the dynamic linker (dlsym) for a
+    // symbol's address.
+    unsafe { sys::shim_xslt_elements_are_shared() != 0 }
 }
 
 static SEC_PREFS: std::sync::atomic::AtomicPtr<std::ffi::c_void> =

@@ -202,4 +202,6 @@ unsafe extern "C" {
     pub fn shim_dtd_system_id(d: *mut xmlDoc) -> *const c_char;
     pub fn shim_dtd_name(d: *mut xmlDoc) -> *const c_char;
     pub fn shim_str_equal_is_ours() -> c_int;
+    pub fn shim_share_xslt_elements();
+    pub fn shim_xslt_elements_are_shared() -> c_int;
 }

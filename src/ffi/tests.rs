@@ -724,3 +724,60 @@ fn libxslt_compares_strings_with_axle_s_str_equal_and_gets_the_same_answers() {
         )
     );
 }
+
+#[test]
+fn element_available_answers_as_xsltproc_with_the_xslt_elements_registered_once() {
+    assert!(
+        xslt_elements_are_shared(),
+        "the executable does not export csrc/shim.c's xsltRegisterAllElement"
+    );
+    // Every name libxslt registers per context, names it does not, and
+    // module elements; the expected answers are xsltproc 1.1.35's.
+    let names = "xsl:apply-templates xsl:apply-imports xsl:call-template xsl:element \
+        xsl:attribute xsl:text xsl:processing-instruction xsl:comment xsl:copy xsl:value-of \
+        xsl:number xsl:for-each xsl:if xsl:choose xsl:sort xsl:copy-of xsl:message \
+        xsl:variable xsl:param xsl:with-param xsl:decimal-format xsl:when xsl:otherwise \
+        xsl:fallback xsl:template xsl:stylesheet xsl:key xsl:output xsl:foo exsl:document \
+        func:result foo:bar";
+    let list: String = names
+        .split_whitespace()
+        .map(|n| format!("<foo:n>{n}</foo:n>"))
+        .collect();
+    let style = format!(
+        r#"<xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform"
+             xmlns:exsl="http://exslt.org/common" xmlns:func="http://exslt.org/functions"
+             xmlns:foo="urn:foo">
+           <xsl:output method="text"/>
+           <xsl:template match="/">
+             <xsl:for-each select="document('')//foo:names/foo:n">
+               <xsl:value-of select="concat(., '=', element-available(string(.)), ' ')"/>
+             </xsl:for-each>
+           </xsl:template>
+           <foo:names>{list}</foo:names>
+         </xsl:stylesheet>"#
+    );
+    let answers: String = names
+        .split_whitespace()
+        .map(|n| {
+            let known = !matches!(
+                n,
+                "xsl:template"
+                    | "xsl:stylesheet"
+                    | "xsl:key"
+                    | "xsl:output"
+                    | "xsl:foo"
+                    | "foo:bar"
+            );
+            format!("{n}={known} ")
+        })
+        .collect();
+    let out = run(&style, "<d/>").unwrap();
+    assert_eq!(String::from_utf8(out).unwrap(), answers);
+    // xsl:message still reaches the error capture.
+    let err = run(
+        &xsl(r#"<xsl:template match="/"><xsl:message terminate="yes">stop here</xsl:message></xsl:template>"#),
+        "<d/>",
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("stop here"), "{err}");
+}
