@@ -618,7 +618,8 @@ int shim_str_equal_is_ours(void) {
  * goes through libxslt's PLT, so the executable's definition is the one
  * called (as with xmlStrEqual above); shim_xslt_elements_are_shared() says
  * whether it is, and `ffi::tests` checks element-available() against a
- * list of answers xsltproc gives.
+ * list of answers xsltproc gives. (xsltCleanupGlobals would drop the
+ * module elements for good; nothing in Axle calls it.)
  */
 static void shim_message(xsltTransformContextPtr ctxt, xmlNodePtr node, xmlNodePtr inst,
                          xsltElemPreCompPtr comp) {
