@@ -244,17 +244,27 @@ fn joined(root: &Path, decoded: &str, original: &str) -> Result<PathBuf, Provide
     if decoded.contains('\0') || decoded.contains('\\') {
         return Err(ProviderError::Outside(original.to_string()));
     }
-    let mut rel = PathBuf::new();
+    // `root.join(rel)`, with `rel` the normal components, built in place.
+    let mut path = PathBuf::with_capacity(root.as_os_str().len() + decoded.len() + 1);
+    path.push(root);
+    let mut any = false;
     for component in Path::new(decoded).components() {
         match component {
             Component::RootDir | Component::CurDir => {}
-            Component::Normal(part) => rel.push(part),
+            Component::Normal(part) => {
+                path.push(part);
+                any = true;
+            }
             Component::ParentDir | Component::Prefix(_) => {
                 return Err(ProviderError::Outside(original.to_string()));
             }
         }
     }
-    Ok(root.join(&rel))
+    if !any {
+        // What joining an empty path does: a trailing separator.
+        path.push("");
+    }
+    Ok(path)
 }
 
 fn confine_decoded(
@@ -271,9 +281,24 @@ fn confine_decoded(
     let Ok(inside) = abs.strip_prefix(root) else {
         return Err(ProviderError::Outside(original.to_string()));
     };
-    let rel = format!("/{}", inside.display());
+    let rel = rel_of(inside);
     let url = url_of(inside, &rel);
     Ok(ConfinedPath { abs, rel, url })
+}
+
+/// `inside` (a path under the root) as a root-relative path: `/` and its
+/// text, without the formatting machinery for the usual UTF-8 path (an
+/// uncached render confines the document and each stylesheet).
+fn rel_of(inside: &Path) -> String {
+    match inside.to_str() {
+        Some(text) => {
+            let mut rel = String::with_capacity(text.len() + 1);
+            rel.push('/');
+            rel.push_str(text);
+            rel
+        }
+        None => format!("/{}", inside.display()),
+    }
 }
 
 /// The URL path of `inside` (a path under the root, as `rel` shows it):
@@ -373,6 +398,7 @@ mod tests {
             let parts: Vec<String> = parts.into_iter().filter(|p| p != "." && p != "..").collect();
             let inside: PathBuf = parts.iter().collect();
             let rel = format!("/{}", inside.display());
+            proptest::prop_assert_eq!(&rel_of(&inside), &rel);
             proptest::prop_assert_eq!(url_of(&inside, &rel), encoded_url_of(&inside));
         }
 
@@ -387,6 +413,31 @@ mod tests {
                 proptest::prop_assert_eq!(fast.trailing_slash, slow.trailing_slash);
             }
         }
+    }
+
+    #[test]
+    fn joined_is_the_root_joined_with_the_normal_components() {
+        let root = Path::new("/srv/site");
+        for (decoded, rel) in [
+            ("/", ""),
+            ("", ""),
+            ("/./", ""),
+            ("/a/b.xml", "a/b.xml"),
+            ("a//./b/", "a/b"),
+            ("/é x/y", "é x/y"),
+        ] {
+            let got = joined(root, decoded, decoded).unwrap();
+            assert_eq!(got.as_os_str(), root.join(rel).as_os_str(), "{decoded:?}");
+        }
+        assert!(joined(root, "/a/../b", "/a/../b").is_err());
+    }
+
+    #[test]
+    fn a_path_that_is_not_utf8_is_shown_as_display_shows_it() {
+        use std::os::unix::ffi::OsStrExt;
+        let inside = Path::new(std::ffi::OsStr::from_bytes(b"a/b\xff.xml"));
+        assert_eq!(rel_of(inside), format!("/{}", inside.display()));
+        assert_eq!(rel_of(inside), "/a/b\u{fffd}.xml");
     }
 
     #[test]
