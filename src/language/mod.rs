@@ -127,6 +127,11 @@ pub struct StageContext<'a> {
     /// JAXP processing instructions `javax.xml.transform.disable-output-escaping`
     /// and `…enable-output-escaping`; [`StageData::into_dom_for`] restores it.
     pub input_from_stage: bool,
+    /// For the first stage, the source's DOCTYPE as the pipeline already
+    /// scanned it from these bytes (`Some(None)`: it has none), so the
+    /// parse need not scan the prolog again; `None`: not known, the parse
+    /// scans it.
+    pub source_doctype: Option<Option<&'a Doctype>>,
 }
 
 impl<'a> StageContext<'a> {
@@ -145,6 +150,7 @@ impl<'a> StageContext<'a> {
             limits,
             resolver,
             input_from_stage: false,
+            source_doctype: None,
         }
     }
 
@@ -203,6 +209,15 @@ impl StageData {
                     ctx.base_url,
                     ctx.resolver.clone(),
                     doctype.as_ref().and_then(doctype_ids),
+                )?)
+            }
+            StageData::Bytes(b) if !ctx.input_from_stage && ctx.source_doctype.is_some() => {
+                let doctype = ctx.source_doctype.flatten();
+                Ok(XmlDoc::parse_document(
+                    &b,
+                    ctx.base_url,
+                    ctx.resolver.clone(),
+                    doctype.and_then(doctype_ids),
                 )?)
             }
             other => other.into_dom(ctx.base_url, ctx.resolver),
@@ -280,4 +295,53 @@ pub enum LanguageError {
     /// Anything else, in words.
     #[error("{0}")]
     Failed(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::Fingerprints;
+    use crate::provider::FileProvider;
+
+    #[test]
+    fn the_source_doctype_hint_never_changes_the_tree() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::write(
+            root.join("d.dtd"),
+            r#"<!ENTITY e "from the DTD"><!ATTLIST d a CDATA "x">"#,
+        )
+        .unwrap();
+        let source = br#"<?xml version="1.0"?><!DOCTYPE d SYSTEM "d.dtd"><d>&e;</d>"#;
+        let files = FileProvider::new(&root, Fingerprints::new(16)).unwrap();
+        let resolver = files.resolver();
+        let limits = Limits::default();
+        let scanned = crate::prolog::scan(source).unwrap().doctype;
+        assert!(scanned.is_some());
+        let other = Doctype {
+            name: "d".into(),
+            public_id: None,
+            system_id: Some("other.dtd".into()),
+            internal_subset: false,
+        };
+        let tree = |hint: Option<Option<&Doctype>>| {
+            let mut ctx = StageContext::new("/doc.xml", &[], false, &limits, &resolver);
+            ctx.source_doctype = hint;
+            let doc = StageData::Bytes(Bytes::from_static(source))
+                .into_dom_for(&ctx)
+                .unwrap();
+            String::from_utf8(doc.to_xml_bytes().unwrap()).unwrap()
+        };
+        let unhinted = tree(None);
+        assert!(
+            unhinted.contains(r#"<d a="x">from the DTD</d>"#),
+            "{unhinted}"
+        );
+        // The right hint, twice (so that a parsed DTD exists to lend).
+        assert_eq!(tree(Some(scanned.as_ref())), unhinted);
+        assert_eq!(tree(Some(scanned.as_ref())), unhinted);
+        // A wrong hint costs the sharing, never the tree.
+        assert_eq!(tree(Some(None)), unhinted);
+        assert_eq!(tree(Some(Some(&other))), unhinted);
+    }
 }

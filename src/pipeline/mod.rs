@@ -636,6 +636,7 @@ impl Pipeline {
                 .as_ref()
                 .map(|dir| (dir.clone(), trace_name(located.path.url()))),
             internal: Some(self.internal_documents()),
+            prolog: Some(Arc::clone(&prolog)),
         };
         // AxKit's guard: a style the client asked for that selects nothing
         // (no PI title, no style-limited processor) is rendered without
@@ -1138,6 +1139,7 @@ impl InternalDocuments for Nested {
             xinclude: false,
             trace: None,
             internal: Some(Arc::new(self.clone())),
+            prolog: Some(Arc::new(prolog)),
         };
         let entry = job.run_all(source.bytes).map_err(|e| e.to_string())?;
         for d in entry.deps.iter() {
@@ -1220,6 +1222,10 @@ struct ChainJob {
     xinclude: bool,
     trace: Option<(PathBuf, String)>,
     internal: Option<Arc<dyn InternalDocuments>>,
+    /// The prolog scanned from the source (the bytes the first stage
+    /// gets): its DOCTYPE picks the shared DTD without a second scan.
+    /// `None`: the first stage scans it.
+    prolog: Option<Arc<Prolog>>,
 }
 
 impl ChainJob {
@@ -1316,6 +1322,11 @@ impl ChainJob {
             limits: &limits,
             resolver: &resolver,
             input_from_stage: index > 0,
+            source_doctype: self
+                .prolog
+                .as_ref()
+                .filter(|_| index == 0)
+                .map(|p| p.doctype.as_ref()),
         };
         self.stats.stage_runs.fetch_add(1, Ordering::Relaxed);
         let span = tracing::debug_span!("stage", n = index + 1, stylesheet = %stage.rel);

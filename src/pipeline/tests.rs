@@ -33,6 +33,7 @@ fn job(closures: &[&str], params: &[(&str, &str)], root: &std::path::Path) -> Ch
         xinclude: false,
         trace: None,
         internal: None,
+        prolog: None,
     }
 }
 
