@@ -583,7 +583,9 @@ xsltStylesheetPtr shim_embedded_stylesheet(xmlDocPtr doc, const char *id) {
  * order, so libxslt's and libexslt's calls (through their PLT) land here, as
  * the C allocator's do in mimalloc (see src/main.rs). The linker exports it
  * because those libraries reference it; shim_str_equal_is_ours() asks the
- * dynamic linker which definition wins, and `ffi::tests` checks the answer. Equality by strcmp is what libxml2 itself compiles under
+ * dynamic linker which definition wins, and `ffi::tests` checks the answer.
+ * (libxml2's calls to itself are direct and keep its own.) Equality by
+ * strcmp is what libxml2 itself compiles under
  * FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION, and libc's strcmp compares a
  * vector at a time.
  */
