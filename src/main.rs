@@ -20,9 +20,11 @@ use axle::provider::{Provider, ResourceKind};
 /// glibc's allocator (measured: 1.4-1.5x uncached throughput). The 2.x
 /// line (`v2` feature), not the crate's default 3.x: on the load
 /// benchmark's 100,000-document site its peak RSS was ~14 MiB lower for
-/// the same cache (117.6-119.5 against 132.7-132.9 MiB), with the same
-/// instructions per request (callgrind: 2,426,830 against 2,452,424
-/// uncached, 7,054 against 7,074 for a hit).
+/// the same cache (117.6-119.9 against 132.3-133.2 MiB, four runs), at
+/// about the same instructions per request on the article (callgrind:
+/// 2,426,830 against 2,452,424 uncached, 7,054 against 7,074 for a hit);
+/// the dynamic page's incremental request costs 1.5-4.7% more under 2.x
+/// (benches/load/results/site-mimalloc-2026-12-02/).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -92,22 +92,13 @@ const TEXTS: &[&str] = &[
     "<!--c-->", "-->", "  lead", "?", "=", "#", "%", "/", "\u{7f}", "]]>",
 ];
 
-/// Escapes `text` for the source document, keeping tab, newline and CR.
+/// Escapes `text` for the source document, keeping tab, newline and CR
+/// (as character references, which attribute normalization leaves alone).
 fn escape(text: &str) -> String {
-    let mut out = String::new();
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\r' => out.push_str("&#13;"),
-            '\n' => out.push_str("&#10;"),
-            '\t' => out.push_str("&#9;"),
-            c => out.push(c),
-        }
-    }
-    out
+    crate::http::escape_markup(text)
+        .replace('\r', "&#13;")
+        .replace('\n', "&#10;")
+        .replace('\t', "&#9;")
 }
 
 /// Builds a source document from `choices`: each byte picks what comes

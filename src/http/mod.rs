@@ -734,7 +734,7 @@ async fn error_page(
 
 /// `text` escaped for XML or HTML text and double-quoted attribute values
 /// (the error page, the error document and directory listings).
-fn escape_markup(text: &str) -> String {
+pub(crate) fn escape_markup(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {

@@ -130,7 +130,7 @@ pub struct StageContext<'a> {
     /// For the first stage, the source's DOCTYPE as the pipeline already
     /// scanned it from these bytes (`Some(None)`: it has none), so the
     /// parse need not scan the prolog again; `None`: not known, the parse
-    /// scans it.
+    /// scans it. Ignored when the input is an earlier stage's output.
     pub source_doctype: Option<Option<&'a Doctype>>,
 }
 
@@ -202,25 +202,14 @@ impl StageData {
     /// tree would.
     pub fn into_dom_for(self, ctx: &StageContext<'_>) -> Result<XmlDoc, LanguageError> {
         match self {
-            StageData::Bytes(b) if ctx.input_from_stage => {
-                let doctype = doctype_of(&b);
-                Ok(XmlDoc::parse_stage_output(
-                    &b,
-                    ctx.base_url,
-                    ctx.resolver.clone(),
-                    doctype.as_ref().and_then(doctype_ids),
-                )?)
-            }
-            StageData::Bytes(b) if !ctx.input_from_stage && ctx.source_doctype.is_some() => {
-                let doctype = ctx.source_doctype.flatten();
-                Ok(XmlDoc::parse_document(
-                    &b,
-                    ctx.base_url,
-                    ctx.resolver.clone(),
-                    doctype.and_then(doctype_ids),
-                )?)
-            }
-            other => other.into_dom(ctx.base_url, ctx.resolver),
+            StageData::Dom(doc) => Ok(doc),
+            StageData::Bytes(b) => parse(
+                &b,
+                ctx.base_url,
+                ctx.resolver,
+                ctx.input_from_stage,
+                ctx.source_doctype.filter(|_| !ctx.input_from_stage),
+            ),
         }
     }
 
@@ -233,17 +222,36 @@ impl StageData {
     ) -> Result<XmlDoc, LanguageError> {
         match self {
             StageData::Dom(doc) => Ok(doc),
-            StageData::Bytes(b) => {
-                let doctype = doctype_of(&b);
-                Ok(XmlDoc::parse_document(
-                    &b,
-                    base_url,
-                    resolver.clone(),
-                    doctype.as_ref().and_then(doctype_ids),
-                )?)
-            }
+            StageData::Bytes(b) => parse(&b, base_url, resolver, false, None),
         }
     }
+}
+
+/// Parses a document (or, `from_stage`, an earlier stage's output, whose
+/// disable-output-escaping marks are restored), its shared DTD picked by
+/// the DOCTYPE `known` from an earlier scan of these bytes, or scanned here.
+fn parse(
+    bytes: &[u8],
+    base_url: &str,
+    resolver: &Arc<RootResolver>,
+    from_stage: bool,
+    known: Option<Option<&Doctype>>,
+) -> Result<XmlDoc, LanguageError> {
+    let scanned;
+    let doctype = match known {
+        Some(doctype) => doctype,
+        None => {
+            scanned = doctype_of(bytes);
+            scanned.as_ref()
+        }
+    };
+    let ids = doctype.and_then(doctype_ids);
+    let resolver = resolver.clone();
+    Ok(if from_stage {
+        XmlDoc::parse_stage_output(bytes, base_url, resolver, ids)?
+    } else {
+        XmlDoc::parse_document(bytes, base_url, resolver, ids)?
+    })
 }
 
 /// The DOCTYPE of a document about to be parsed, as the prolog scanner reads
