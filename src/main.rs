@@ -1,7 +1,7 @@
 //! The `axle` command: `serve` a document root, or `render` one document to
 //! stdout. Thin: parses arguments and calls the library.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use axle::Registry;
-use axle::config::{CacheMode, DEFAULT_CACHE_SIZE, Freshness, ServeConfig, parse_size};
+use axle::config::{CacheMode, Freshness, ServeConfig, parse_listen, parse_size};
 use axle::http::HttpError;
 use axle::pipeline::Pipeline;
 use axle::provider::{Provider, ResourceKind};
@@ -37,10 +37,15 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+}
+
+/// The one switch `serve` and `render` share.
+#[derive(clap::Args, Debug)]
+struct DtdArgs {
     /// Parse every document's DTD for that document, instead of parsing an
     /// external DTD once and lending it to later documents that name it
     /// (the same trees either way; this is the switch to compare them).
-    #[arg(long, global = true)]
+    #[arg(long)]
     no_shared_dtds: bool,
 }
 
@@ -48,17 +53,23 @@ struct Cli {
 enum Command {
     /// Serve a document root over HTTP.
     Serve {
-        /// The document root (default: the bundled samples/).
-        #[arg(long, default_value_os_t = default_root())]
-        root: PathBuf,
-        /// Address to listen on.
-        #[arg(long, default_value = "127.0.0.1:8080")]
+        /// The document root [default: samples/ under `cargo run` in Axle's
+        /// source tree, else the current directory].
+        #[arg(long)]
+        root: Option<PathBuf>,
+        /// Address to listen on: PORT (loopback), :PORT (every interface),
+        /// HOST:PORT, [IPv6]:PORT.
+        #[arg(long, value_parser = parse_listen, default_value = "127.0.0.1:8080")]
         listen: SocketAddr,
+        /// Share the port with other servers that also ask to (SO_REUSEPORT);
+        /// without it, a port already in use is refused.
+        #[arg(long)]
+        reuse_port: bool,
         /// Cache strategy.
         #[arg(long, value_enum, default_value_t = CacheMode::Incremental)]
         cache: CacheMode,
-        /// Memory budget of the output cache (e.g. 256MiB, 1G).
-        #[arg(long, value_parser = parse_size, default_value_t = DEFAULT_CACHE_SIZE)]
+        /// Memory budget of the caches (e.g. 64MiB, 1G).
+        #[arg(long, value_parser = parse_size, default_value = "256MiB")]
         cache_size: u64,
         /// Transform threads (0: one per CPU).
         #[arg(long, default_value_t = 0)]
@@ -72,16 +83,23 @@ enum Command {
         /// for network filesystems and hard-linked trees).
         #[arg(long, value_enum, default_value_t = Freshness::Watch)]
         freshness: Freshness,
-        /// The site configuration (default: axle.toml in the root, if any).
+        /// The site configuration [default: axle.toml in the root, if any].
         /// SIGHUP reloads it.
         #[arg(long)]
         config: Option<PathBuf>,
+        #[command(flatten)]
+        dtds: DtdArgs,
     },
-    /// Validate a site configuration file without serving.
+    /// Validate a site configuration without serving: its keys and values,
+    /// and that every stylesheet it names exists under the root.
     Check {
-        /// The configuration file.
+        /// The configuration file [default: axle.toml in the root].
         #[arg(long)]
-        config: PathBuf,
+        config: Option<PathBuf>,
+        /// The document root the configuration's hrefs resolve against
+        /// [default: as for `serve`].
+        #[arg(long)]
+        root: Option<PathBuf>,
     },
     /// Render one document through its chain to stdout (like xsltproc, but
     /// following the document's <?xml-stylesheet?> PIs).
@@ -95,20 +113,33 @@ enum Command {
         /// PIs (repeatable: a chain, in order), like `xsltproc STYLESHEET FILE`.
         #[arg(long = "stylesheet")]
         stylesheets: Vec<PathBuf>,
-        /// Write the source and every stage's output into DIR (as
-        /// `<name>.0`, `<name>.1`, ...).
+        /// Write the source and every stage's output under DIR.
         #[arg(long, value_name = "DIR")]
         trace: Option<PathBuf>,
         /// The document root that hrefs like "/stylesheets/x.xsl" resolve
-        /// against (default: the current directory if it contains FILE,
-        /// else FILE's directory).
+        /// against [default: the nearest directory above FILE holding an
+        /// axle.toml, else the current directory if it contains FILE, else
+        /// FILE's directory].
         #[arg(long)]
         root: Option<PathBuf>,
+        #[command(flatten)]
+        dtds: DtdArgs,
     },
 }
 
+/// `serve`'s root when `--root` is not given. `cargo run` sets
+/// `CARGO_MANIFEST_DIR` in the environment of the program it runs (read
+/// here at run time, never baked in at build time), so the README's
+/// `cargo run --release -- serve` serves the bundled samples; an installed
+/// `axle serve` serves the directory it is started in.
 fn default_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("samples")
+    if let Some(dir) = std::env::var_os("CARGO_MANIFEST_DIR") {
+        let samples = Path::new(&dir).join("samples");
+        if samples.join("index.xml").is_file() {
+            return samples;
+        }
+    }
+    PathBuf::from(".")
 }
 
 fn parse_param(text: &str) -> Result<(String, String), String> {
@@ -123,13 +154,11 @@ fn main() -> ExitCode {
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("axle=info,warn")),
         )
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
         .init();
     axle::ffi::init();
     let cli = Cli::parse();
-    if cli.no_shared_dtds {
-        axle::ffi::set_shared_dtds(false);
-    }
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -141,27 +170,23 @@ fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
-        Command::Check { config } => {
-            match axle::site::SiteConfig::load(&config, Registry::default()) {
-                Ok(_) => {
-                    println!("axle: {} is valid", config.display());
-                    Ok(())
-                }
-                Err(e) => Err(e.to_string()),
-            }
-        }
+        Command::Check { config, root } => check(config, root.unwrap_or_else(default_root)),
         Command::Serve {
             root,
             listen,
+            reuse_port,
             cache,
             cache_size,
             workers,
             io_threads,
             freshness,
             config: site_file,
+            dtds,
         } => {
-            let mut config = ServeConfig::new(root);
+            set_shared_dtds(&dtds);
+            let mut config = ServeConfig::new(root.unwrap_or_else(default_root));
             config.listen = listen;
+            config.reuse_port = reuse_port;
             config.cache_mode = cache;
             config.cache_size = cache_size;
             config.workers = workers;
@@ -181,7 +206,11 @@ fn main() -> ExitCode {
             stylesheets,
             trace,
             root,
-        } => runtime.block_on(render(&file, params, &stylesheets, trace, root)),
+            dtds,
+        } => {
+            set_shared_dtds(&dtds);
+            runtime.block_on(render(&file, params, &stylesheets, trace, root))
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -190,6 +219,75 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+fn set_shared_dtds(args: &DtdArgs) {
+    if args.no_shared_dtds {
+        axle::ffi::set_shared_dtds(false);
+    }
+}
+
+/// `axle check`: the configuration loads, and every stylesheet it names
+/// exists under the root.
+fn check(config: Option<PathBuf>, root: PathBuf) -> Result<(), String> {
+    let root = root
+        .canonicalize()
+        .map_err(|e| format!("document root {}: {e}", root.display()))?;
+    let Some(path) = axle::http::site_config_path(&root, config.as_deref()) else {
+        return Err(format!(
+            "no configuration to check: {} does not exist (pass --config FILE, or --root DIR)",
+            root.join(axle::http::CONFIG_FILE).display()
+        ));
+    };
+    let site =
+        axle::site::SiteConfig::load(&path, Registry::default()).map_err(|e| e.to_string())?;
+    let _ = site;
+    println!("axle: {} is valid", path.display());
+    Ok(())
+}
+
+/// How `render` found its root, for messages.
+struct RenderRoot {
+    path: PathBuf,
+    how: &'static str,
+}
+
+/// `render`'s root: `--root`, else the nearest directory above the file
+/// that holds an `axle.toml` (a site's root, as `serve` would use it), else
+/// the current directory if it contains the file, else the file's directory.
+fn render_root(file: &Path, explicit: Option<PathBuf>) -> Result<RenderRoot, String> {
+    if let Some(r) = explicit {
+        let path = r
+            .canonicalize()
+            .map_err(|e| format!("document root {}: {e}", r.display()))?;
+        return Ok(RenderRoot {
+            path,
+            how: "given by --root",
+        });
+    }
+    if let Some(dir) = file
+        .ancestors()
+        .skip(1)
+        .find(|d| d.join(axle::http::CONFIG_FILE).is_file())
+    {
+        return Ok(RenderRoot {
+            path: dir.to_path_buf(),
+            how: "the nearest directory above the document with an axle.toml",
+        });
+    }
+    let cwd = std::env::current_dir()
+        .and_then(|c| c.canonicalize())
+        .map_err(|e| format!("the current directory: {e}"))?;
+    if file.starts_with(&cwd) {
+        return Ok(RenderRoot {
+            path: cwd,
+            how: "the current directory",
+        });
+    }
+    Ok(RenderRoot {
+        path: file.parent().map(Path::to_path_buf).unwrap_or_default(),
+        how: "the document's directory",
+    })
 }
 
 async fn render(
@@ -204,15 +302,15 @@ async fn render(
             .map_err(|e| format!("{}: {e}", p.display()))
     };
     let file = canonical(file)?;
-    let root = match root {
-        Some(r) => canonical(&r)?,
-        None => {
-            let cwd = std::env::current_dir().map_err(|e| e.to_string())?;
-            match cwd.canonicalize() {
-                Ok(c) if file.starts_with(&c) => c,
-                _ => file.parent().map(Path::to_path_buf).unwrap_or_default(),
-            }
-        }
+    let RenderRoot { path: root, how } = render_root(&file, root)?;
+    // A stylesheet that cannot be found is reported with the root in use:
+    // an href such as "/stylesheets/x.xsl" names different files under
+    // different roots.
+    let with_root = |message: String| {
+        format!(
+            "{message}\naxle: the document root is {} ({how}); pass --root DIR to use another",
+            root.display()
+        )
     };
     // Root-relative, percent-encoded URL path of a file under the root.
     let url_of = |path: &Path| -> Result<String, String> {
@@ -269,12 +367,21 @@ async fn render(
     if located.kind != ResourceKind::File {
         return Err(format!("{} is not a file", file.display()));
     }
-    let rendered = pipeline
-        .render(&located, &request)
-        .await
-        .map_err(|e| HttpError::from_pipeline(e, &root).to_string())?;
+    let rendered = pipeline.render(&located, &request).await.map_err(|e| {
+        // Which files a stylesheet href names depends on the root.
+        let names_a_stylesheet = matches!(e, axle::pipeline::PipelineError::Chain(_));
+        let message = HttpError::from_pipeline(e, &root).to_string();
+        if names_a_stylesheet {
+            with_root(message)
+        } else {
+            message
+        }
+    })?;
     let mut out = std::io::stdout().lock();
-    out.write_all(&rendered.body)
-        .and_then(|()| out.flush())
-        .map_err(|e| e.to_string())
+    match out.write_all(&rendered.body).and_then(|()| out.flush()) {
+        // A reader that stopped early (`axle render doc.xml | head`) is not
+        // an error worth a message, as for any Unix filter.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other.map_err(|e| format!("writing the output: {e}")),
+    }
 }

@@ -23,11 +23,13 @@ pub struct FileProvider {
 impl FileProvider {
     /// A provider for `root` (which must exist), hashing through `fingerprints`.
     pub fn new(root: &Path, fingerprints: Fingerprints) -> std::io::Result<Self> {
-        let root = root.canonicalize()?;
+        let root = root.canonicalize().map_err(|e| {
+            std::io::Error::new(e.kind(), format!("document root {}: {e}", root.display()))
+        })?;
         if !root.is_dir() {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::NotADirectory,
-                format!("{} is not a directory", root.display()),
+                format!("document root {} is not a directory", root.display()),
             ));
         }
         Ok(FileProvider {

@@ -230,3 +230,150 @@ fn render_gives_the_same_bytes_with_and_without_shared_dtds() {
     assert_eq!(shared, "draft:body/Axle one/1;note/two/0;");
     assert_eq!(shared, full);
 }
+
+/// The README's `render samples/…` from a directory that has a
+/// `stylesheets/` of its own: the root is the nearest directory above the
+/// document with an `axle.toml`, not the current directory. Without one,
+/// a missing stylesheet's error names the root in use and `--root`.
+#[test]
+fn render_finds_the_sites_root_and_names_it_when_a_stylesheet_is_missing() {
+    let site = TestSite::new();
+    let outer = site.outside();
+    // A decoy at the working directory: /s/upper.xsl there is not the site's.
+    std::fs::create_dir_all(outer.join("s")).unwrap();
+    std::fs::write(outer.join("s/upper.xsl"), "not a stylesheet").unwrap();
+    let rel = format!(
+        "{}/two.xml",
+        site.root.file_name().unwrap().to_str().unwrap()
+    );
+    // No axle.toml: the current directory is the root, and the error says so.
+    let out = axle()
+        .args(["render", &rel])
+        .current_dir(&outer)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("was not found"), "{err}");
+    assert!(
+        err.contains(&format!("the document root is {}", outer.display()))
+            && err.contains("--root"),
+        "{err}"
+    );
+    // With the site's axle.toml, the same command renders what the site serves.
+    site.write("axle.toml", "");
+    let from_outside = axle_ok(&outer, ["render", &rel]);
+    assert_eq!(from_outside, axle_ok(&site.root, ["render", "two.xml"]));
+    assert!(
+        String::from_utf8(from_outside)
+            .unwrap()
+            .contains("<h1>Two stages</h1>")
+    );
+}
+
+/// `axle render doc.xml | head -c 1`: a reader that stops early is not an
+/// error, and nothing is printed about it.
+#[test]
+fn render_into_a_closed_pipe_is_quiet() {
+    let site = TestSite::new();
+    // A body larger than the pipe buffer, so the write meets the closed end.
+    let big = "<p>x</p>".repeat(40_000);
+    site.write(
+        "big.xml",
+        &format!("<?xml-stylesheet href=\"s/upper.xsl\" type=\"text/xsl\"?>\n<doc><title>{big}</title></doc>"),
+    );
+    let mut child = axle()
+        .args(["render", "big.xml"])
+        .current_dir(&site.root)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(out.status.success(), "{err}");
+    assert!(!err.to_lowercase().contains("broken pipe"), "{err}");
+}
+
+/// A second server on an address in use is refused, naming the address;
+/// servers that both ask to share the port with `--reuse-port` may.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_port_in_use_is_refused_unless_sharing_is_asked_for() {
+    let site = TestSite::new();
+    let (mut first, url) = serve(&["--listen", "0", "--reuse-port"], &site);
+    let addr = url.trim_start_matches("http://").to_string();
+    let out = axle()
+        .args(["serve", "--listen", &addr, "--root"])
+        .arg(&site.root)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains(&format!("cannot listen on {addr}")) && err.contains("--reuse-port"),
+        "{err}"
+    );
+    let (mut second, url2) = serve(&["--listen", &addr, "--reuse-port"], &site);
+    assert_eq!(url, url2);
+    assert_eq!(
+        reqwest::get(format!("{url}/two.xml"))
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    for child in [&mut first, &mut second] {
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+}
+
+#[test]
+fn serve_errors_name_the_root_and_help_names_no_build_paths() {
+    let out = axle()
+        .args(["serve", "--root", "/nonexistent/axle-root", "--listen", "0"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("document root /nonexistent/axle-root"),
+        "{err}"
+    );
+    assert!(
+        !err.contains('\u{1b}'),
+        "no colour codes off a terminal: {err:?}"
+    );
+    let help = axle().args(["serve", "--help"]).output().unwrap();
+    let help = String::from_utf8(help.stdout).unwrap();
+    assert!(!help.contains(env!("CARGO_MANIFEST_DIR")), "{help}");
+    assert!(help.contains("[default: 256MiB]"), "{help}");
+    let check = axle().args(["check", "--help"]).output().unwrap();
+    assert!(
+        !String::from_utf8(check.stdout)
+            .unwrap()
+            .contains("shared-dtds")
+    );
+}
+
+/// Logs written to a pipe carry no ANSI colour codes.
+#[test]
+fn logs_off_a_terminal_have_no_colour_codes() {
+    let site = TestSite::new();
+    let mut child = axle()
+        .args(["serve", "--listen", "0", "--root"])
+        .arg(&site.root)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(line.contains("axle serving"), "{line}");
+    assert!(!line.contains('\u{1b}'), "{line:?}");
+}
