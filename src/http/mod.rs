@@ -8,6 +8,7 @@ mod choose;
 mod conn;
 mod directory;
 mod error;
+mod passthru;
 
 pub use choose::{Chosen, choose};
 pub use conn::HttpService;
@@ -192,13 +193,13 @@ pub async fn serve_with(
         None => SiteConfig::defaults(registry.clone()),
     };
     let app = App::with_site(config, registry, site)?;
-    let listener = reuseport_listener(config.listen)?;
+    let listener = first_listener(config.listen, config.reuse_port)?;
     let addr: SocketAddr = listener.local_addr()?;
     let threads = io_threads(config.io_threads);
     tracing::info!(%addr, root = %app.pipeline.provider().root().display(), cache = %config.cache_mode, io_threads = threads, "axle serving");
     println!(
         "axle: serving {} on http://{addr}/ (cache: {})",
-        config.root.display(),
+        app.pipeline.provider().root().display(),
         config.cache_mode
     );
     spawn_reloader(Arc::clone(&app));
@@ -206,7 +207,8 @@ pub async fn serve_with(
     let mut others = Vec::new();
     for i in 1..threads {
         // Bind here, so a failure is reported before serving starts.
-        let listener = reuseport_std_listener(addr)?;
+        let listener =
+            reuseport_std_listener(addr).map_err(|e| listen_error(addr, e, config.reuse_port))?;
         let app = Arc::clone(&app);
         let mut stopped = stopped.clone();
         let handle = std::thread::Builder::new()
@@ -260,9 +262,45 @@ fn reuseport_std_listener(addr: SocketAddr) -> std::io::Result<std::net::TcpList
     listener.into_std()
 }
 
-/// [`reuseport_std_listener`] on the current runtime.
-fn reuseport_listener(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
-    tokio::net::TcpListener::from_std(reuseport_std_listener(addr)?)
+/// The first listener on `addr`, on the current runtime. Unless `share`
+/// is set, an address something else already listens on is refused: every
+/// listener Axle binds sets `SO_REUSEPORT` (one per I/O thread), so without
+/// this check a second server on the same port would start silently and the
+/// kernel would split requests between the two. A probe socket without
+/// `SO_REUSEPORT` cannot bind where anything listens, so it tells.
+fn first_listener(addr: SocketAddr, share: bool) -> std::io::Result<tokio::net::TcpListener> {
+    if !share && addr.port() != 0 {
+        exclusive_probe(addr).map_err(|e| listen_error(addr, e, share))?;
+    }
+    reuseport_std_listener(addr)
+        .and_then(tokio::net::TcpListener::from_std)
+        .map_err(|e| listen_error(addr, e, share))
+}
+
+/// Binds (and drops) a socket on `addr` that does not share its port.
+fn exclusive_probe(addr: SocketAddr) -> std::io::Result<()> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)
+}
+
+/// A bind failure that names the address, and for a port in use, what to do.
+fn listen_error(addr: SocketAddr, e: std::io::Error, share: bool) -> std::io::Error {
+    let hint = match (e.kind(), share) {
+        (std::io::ErrorKind::AddrInUse, false) => {
+            "; another server is listening there: stop it, choose another --listen address, \
+             or pass --reuse-port to share the port with it"
+        }
+        (std::io::ErrorKind::AddrInUse, true) => {
+            "; the server listening there does not share its port (SO_REUSEPORT)"
+        }
+        _ => "",
+    };
+    std::io::Error::new(e.kind(), format!("cannot listen on {addr}: {e}{hint}"))
 }
 
 /// Reloads the site configuration on SIGHUP.
@@ -417,21 +455,19 @@ fn hot_wire(app: &App, head: &conn::Head<'_>) -> conn::Fast {
     })
 }
 
-/// Whether `If-None-Match` names `etag` (or is `*`).
+/// Whether `If-None-Match` names `etag` (or is `*`), by the weak comparison
+/// RFC 9110 (13.1.2) prescribes for it: `W/"x"` matches `"x"`.
 fn etag_matches(headers: &impl conn::Headers, etag: &[u8]) -> bool {
-    headers.first(&header::IF_NONE_MATCH).is_some_and(|v| {
-        v.split(',')
-            .any(|t| t.trim().as_bytes() == etag || t.trim() == "*")
+    fn opaque(tag: &[u8]) -> &[u8] {
+        tag.strip_prefix(b"W/").unwrap_or(tag)
+    }
+    let ours = opaque(etag);
+    headers.each(&header::IF_NONE_MATCH).any(|v| {
+        v.split(',').any(|t| {
+            let t = t.trim();
+            t == "*" || opaque(t.as_bytes()) == ours
+        })
     })
-}
-
-/// Whether the request asks for the untransformed source (`?passthru=1`
-/// where the location allows it).
-fn wants_passthru(location: &Location, query: &[(String, String)]) -> bool {
-    location.passthru
-        && query
-            .iter()
-            .any(|(k, v)| k == "passthru" && v != "0" && !v.is_empty())
 }
 
 /// A request's hot-memo key, with the style choice and params it was built
@@ -450,7 +486,7 @@ fn hot_key(
     path: &str,
 ) -> Option<HotKey> {
     if method == Method::POST
-        || wants_passthru(location, query)
+        || passthru::wants_passthru(location, query)
         || location.directories
         || location.trace.is_some()
     {
@@ -486,7 +522,7 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
     let path = normal.url.to_string();
     let location = site.location(&normal.decoded);
     let query: Vec<(String, String)> = pairs(request.uri().query().unwrap_or(""))?;
-    let passthru = wants_passthru(&location, &query);
+    let passthru = passthru::wants_passthru(&location, &query);
     // The hot memo was asked already (`hot_response`); the key is built
     // again here, on a miss, to memoize the response this renders.
     let hot = hot_key(&method, &location, request.headers(), &query, &path);
@@ -543,20 +579,7 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
     }
     if passthru {
         let source = provider.read(&located).map_err(not_found)?;
-        let rendered = Rendered {
-            body: source.bytes,
-            hash: source.hash,
-            content_type: Arc::from(crate::pipeline::RAW_XML_TYPE),
-            cache: crate::pipeline::CacheStatus::Untransformed,
-            validators: None,
-            stored: None,
-            head: None,
-        };
-        return Ok(document_response(
-            rendered,
-            request.headers(),
-            &passthru_location(&location),
-        ));
+        return Ok(passthru::response(source, request.headers(), &location));
     }
     let headers = request.headers().clone();
     let (hot_key, req) = match (hot, &url_style) {
@@ -593,14 +616,6 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
         }
         Err(e) => Err(error_page(app, e, &located, &location, &req).await),
     }
-}
-
-/// A location whose output is never transcoded (passthru sends the source
-/// exactly as it is).
-fn passthru_location(location: &Location) -> Location {
-    let mut l = location.clone();
-    l.output_charset = None;
-    l
 }
 
 /// Finds the document for `path`, trying AxKit's path-info

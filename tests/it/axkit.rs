@@ -1385,6 +1385,17 @@ async fn passthru_returns_the_source_unless_the_location_disables_it() {
         );
         let fixture = server.get("/one.xml?passthru=yes").await;
         assert_eq!(fixture.text(), site.read("one.xml"));
+        // A browser would run the PIs itself and show the page, not the
+        // source: it gets the same bytes as text, in the declared charset.
+        let browser = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
+        let shown = server
+            .get_with("/pass/doc.xml?passthru=1", &[("accept", browser)])
+            .await;
+        assert_eq!((shown.status, shown.text()), (200, doc.clone()), "{mode}");
+        assert_eq!(shown.header("content-type"), "text/plain; charset=UTF-8");
+        assert_eq!(shown.header("x-content-type-options"), "nosniff");
+        assert_eq!(shown.header("vary"), "accept");
+        assert_eq!(raw.header("vary"), "accept", "{mode}: either answer varies");
     }
 }
 

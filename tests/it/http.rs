@@ -112,11 +112,23 @@ async fn etag_and_if_none_match_give_304_in_every_mode() {
         assert_eq!(again.status, 304, "{mode}");
         assert!(again.body.is_empty());
         assert_eq!(again.header("etag"), etag);
+        // RFC 9110's weak comparison: the weak form of the same tag matches
+        // (a proxy that compresses a body weakens its ETag), among others.
+        for weak in [format!("W/{etag}"), format!("W/\"other\", W/{etag}")] {
+            let again = server
+                .request(
+                    reqwest::Method::GET,
+                    "/two.xml",
+                    &[("if-none-match", &weak)],
+                )
+                .await;
+            assert_eq!(again.status, 304, "{mode} {weak}");
+        }
         let other = server
             .request(
                 reqwest::Method::GET,
                 "/two.xml",
-                &[("if-none-match", "\"other\"")],
+                &[("if-none-match", "\"other\", W/\"other\"")],
             )
             .await;
         assert_eq!(other.status, 200);
