@@ -5,11 +5,14 @@
 # 127.0.0.1, all three at once, checks they return byte-identical bodies,
 # then runs wrk against each mode in turn for each URL and prints a markdown
 # table (requests/sec, p50, p99, ratio to `off`) and writes the same results
-# as JSON to benches/load/results/modes-<date>.json.
+# as JSON to benches/load/out/modes-<date>.json (ignored by git), or with
+# RECORD=1 to benches/load/results/modes-<date>.json (committed).
 #
 # Usage (from the repo root):   bash benches/load/modes.sh
 # Environment:
 #   DURATION   wrk duration per run (default 10s)
+#   RECORD     1: write the JSON to benches/load/results/ instead of
+#              benches/load/out/ (the default, 0)
 #   CARGO_TARGET_DIR   honoured when locating the built binary
 #
 # The servers are pinned to CPU 0 and wrk to CPU 1 (taskset), so client and
@@ -17,6 +20,7 @@
 set -euo pipefail
 
 DURATION=${DURATION:-10s}
+RECORD=${RECORD:-0}
 THREADS=1
 CONNECTIONS=32
 MODES=(off all incremental)
@@ -31,6 +35,14 @@ die() {
     echo "modes.sh: $*" >&2
     exit 1
 }
+
+# Where the JSON goes (relative to the repository root), checked before
+# anything is built or started.
+case $RECORD in
+0) OUT_DIR=benches/load/out ;;     # ignored by git
+1) OUT_DIR=benches/load/results ;; # committed: a run the docs cite
+*) die "RECORD must be 0 or 1 (got '$RECORD')" ;;
+esac
 
 # --- everything started here is stopped on exit ---------------------------
 PIDS=()
@@ -260,8 +272,8 @@ json_str() { # a JSON string literal
     s=${s//\"/\\\"}
     printf '"%s"' "$s"
 }
-mkdir -p benches/load/results
-RESULT="benches/load/results/modes-$(date -u +%Y-%m-%dT%H%M%SZ).json"
+mkdir -p "$OUT_DIR"
+RESULT="$OUT_DIR/modes-$(date -u +%Y-%m-%dT%H%M%SZ).json"
 {
     printf '{\n'
     printf '  "date": %s,\n' "$(json_str "$NOW")"
@@ -288,4 +300,8 @@ RESULT="benches/load/results/modes-$(date -u +%Y-%m-%dT%H%M%SZ).json"
     printf '\n  ]\n}\n'
 } >"$RESULT"
 echo
-echo "Results written to $RESULT"
+if [[ $RECORD == 1 ]]; then
+    echo "Results written to $RESULT (recorded: commit it with the docs that cite it)"
+else
+    echo "Results written to $RESULT (not tracked; RECORD=1 writes to benches/load/results/)"
+fi

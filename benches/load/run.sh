@@ -7,7 +7,9 @@
 # after), runs wrk against each (scenario, target, connection mode) cell,
 # stops everything it started, prints one markdown table plus a targets
 # table, and writes the same as JSON (with the machine's description) to
-# benches/load/results/peers-<date>.json (and the markdown to .md).
+# benches/load/out/peers-<date>.json (and the markdown to .md); out/ is
+# ignored by git. With RECORD=1 the two files go to benches/load/results/
+# instead, to be committed (docs/performance.md says which runs are kept).
 #
 # Usage (from anywhere):   bash benches/load/run.sh
 # Environment:
@@ -37,6 +39,8 @@
 #                     the server of the dynamic scenario) instead of building one
 #   KEEP_WORK=1       keep the temporary prefix (it is kept anyway when a
 #                     body check fails)
+#   RECORD=1          write the report to benches/load/results/ (committed)
+#                     instead of benches/load/out/ (ignored; the default)
 #
 # Only 127.0.0.1 is ever targeted. No system service is started: nginx,
 # Apache and Starlet run by hand in the foreground (each in its own process
@@ -62,6 +66,7 @@ DOCBOOK_MAX_S=${DOCBOOK_MAX_S:-5}
 SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
 KEEP_WORK=${KEEP_WORK:-0}
+RECORD=${RECORD:-0}
 
 HOST=127.0.0.1
 THREADS=1            # wrk threads: the client has one CPU
@@ -87,6 +92,13 @@ cd "$ROOT"
 for s in $SCENARIOS; do
     [[ " $ALL_SCENARIOS " == *" $s "* ]] || { echo "run.sh: unknown scenario '$s' (known: $ALL_SCENARIOS)" >&2; exit 2; }
 done
+# Where the report goes (relative to the repository root): checked here, not
+# after an hour of measuring.
+case $RECORD in
+0) OUT_DIR=benches/load/out ;;     # ignored by git
+1) OUT_DIR=benches/load/results ;; # committed: a run the docs cite
+*) echo "run.sh: RECORD must be 0 or 1 (got '$RECORD')" >&2; exit 2 ;;
+esac
 want() { [[ " $SCENARIOS " == *" $1 "* ]]; }
 
 log() { echo "== $*" >&2; }
@@ -1150,11 +1162,16 @@ add type=meta "date=$NOW" "git_commit=$GIT" "axle_bin=$BIN" \
     "duration=$DURATION" "warmup=$WARMUP" "scenarios=$SCENARIOS" \
     "loadavg_before=$LOAD_BEFORE" "loadavg_after=$LOAD_AFTER" "busy_max_percent=$BUSY_MAX" "elapsed_s=$ELAPSED"
 
-mkdir -p "$HERE/results"
-OUT_JSON="benches/load/results/peers-$STAMP.json"
-OUT_MD="benches/load/results/peers-$STAMP.md"
+mkdir -p "$ROOT/$OUT_DIR"
+OUT_JSON="$OUT_DIR/peers-$STAMP.json"
+OUT_MD="$OUT_DIR/peers-$STAMP.md"
 echo
 "${BENCH[@]}" report "$RESULTS" "$ROOT/$OUT_JSON" "$ROOT/$OUT_MD"
+if [[ $RECORD == 1 ]]; then
+    echo "run.sh: wrote $OUT_JSON and $OUT_MD (recorded: commit them with the docs that cite them)" >&2
+else
+    echo "run.sh: wrote $OUT_JSON and $OUT_MD (not tracked; RECORD=1 writes to benches/load/results/)" >&2
+fi
 if ((CHECK_FAILURES)); then
     echo
     echo "run.sh: $CHECK_FAILURES body check(s) FAILED (see above); kept $WORK" >&2
