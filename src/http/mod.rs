@@ -8,14 +8,19 @@ mod choose;
 mod conn;
 mod directory;
 mod error;
+mod hot;
+mod params;
 mod passthru;
+mod serve;
 
 pub use choose::{Chosen, choose};
 pub use conn::HttpService;
 pub use error::HttpError;
+pub use serve::{CONFIG_FILE, serve, serve_with, site_config_path};
 
-use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use hot::{etag_matches, hot_key, hot_response, hot_wire};
+use params::{form_body, pairs, params};
+
 use std::sync::{Arc, RwLock};
 
 use bytes::Bytes;
@@ -28,7 +33,6 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use tower::ServiceExt;
 
-use crate::cache::FieldKey;
 use crate::config::ServeConfig;
 use crate::language::Registry;
 use crate::pipeline::{Pipeline, PipelineError, RenderRequest, Rendered, ResponseHead};
@@ -154,190 +158,6 @@ pub fn hit_bytes(app: &App, request: Bytes, head: &mut Vec<u8>) -> Option<Bytes>
     conn::fast_answer(request, &|h: &conn::Head<'_>| hot_wire(app, h), head)
 }
 
-/// The configuration file to use: `explicit`, else `axle.toml` in the root
-/// if there is one.
-pub fn site_config_path(root: &Path, explicit: Option<&Path>) -> Option<PathBuf> {
-    match explicit {
-        Some(p) => Some(p.to_path_buf()),
-        None => Some(root.join(CONFIG_FILE)).filter(|p| p.is_file()),
-    }
-}
-
-/// The configuration file's default name, looked for in the root.
-pub const CONFIG_FILE: &str = "axle.toml";
-
-/// Binds `config.listen` and serves until Ctrl-C or SIGTERM; SIGHUP reloads
-/// the site configuration (a broken one is reported and the old one kept).
-pub async fn serve(config: &ServeConfig, registry: Registry) -> std::io::Result<()> {
-    serve_with(config, registry, None).await
-}
-
-/// [`serve`] with an explicit configuration file.
-///
-/// Connections are served thread-per-core: the calling runtime serves one
-/// listener, and `config.io_threads - 1` more threads each run a
-/// single-threaded runtime with its own listener on the same address
-/// (`SO_REUSEPORT`: the kernel spreads new connections over them). A
-/// single-threaded scheduler runs tasks first-in first-out, which keeps the
-/// latency tail short with thousands of connections (the work-stealing
-/// scheduler's LIFO slot let a few connections starve the rest: p99 at
-/// 1,000 connections went from ~160 ms to ~23 ms). Transforms run on the
-/// pipeline's own thread pool either way.
-pub async fn serve_with(
-    config: &ServeConfig,
-    registry: Registry,
-    site_file: Option<&Path>,
-) -> std::io::Result<()> {
-    let site = match site_config_path(&config.root, site_file) {
-        Some(path) => SiteConfig::load(&path, registry.clone()).map_err(std::io::Error::other)?,
-        None => SiteConfig::defaults(registry.clone()),
-    };
-    let app = App::with_site(config, registry, site)?;
-    let listener = first_listener(config.listen, config.reuse_port)?;
-    let addr: SocketAddr = listener.local_addr()?;
-    let threads = io_threads(config.io_threads);
-    tracing::info!(%addr, root = %app.pipeline.provider().root().display(), cache = %config.cache_mode, io_threads = threads, "axle serving");
-    println!(
-        "axle: serving {} on http://{addr}/ (cache: {})",
-        app.pipeline.provider().root().display(),
-        config.cache_mode
-    );
-    spawn_reloader(Arc::clone(&app));
-    let (stop, stopped) = tokio::sync::watch::channel(false);
-    let mut others = Vec::new();
-    for i in 1..threads {
-        // Bind here, so a failure is reported before serving starts.
-        let listener =
-            reuseport_std_listener(addr).map_err(|e| listen_error(addr, e, config.reuse_port))?;
-        let app = Arc::clone(&app);
-        let mut stopped = stopped.clone();
-        let handle = std::thread::Builder::new()
-            .name(format!("axle-io-{i}"))
-            .spawn(move || -> std::io::Result<()> {
-                let runtime = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()?;
-                runtime.block_on(async move {
-                    let listener = tokio::net::TcpListener::from_std(listener)?;
-                    serve_on(listener, app, async move {
-                        let _ = stopped.wait_for(|s| *s).await;
-                    })
-                    .await
-                })
-            })?;
-        others.push(handle);
-    }
-    let served = serve_on(listener, app, shutdown_signal()).await;
-    let _ = stop.send(true);
-    for handle in others {
-        match handle.join() {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => tracing::error!(error = %e, "an I/O thread failed"),
-            Err(_) => tracing::error!("an I/O thread panicked"),
-        }
-    }
-    served
-}
-
-/// Threads that accept and serve connections: `requested`, or one per CPU
-/// this process may run on.
-fn io_threads(requested: usize) -> usize {
-    if requested > 0 {
-        return requested;
-    }
-    std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
-}
-
-/// A listening socket on `addr` that others may share (`SO_REUSEPORT`).
-fn reuseport_std_listener(addr: SocketAddr) -> std::io::Result<std::net::TcpListener> {
-    let socket = if addr.is_ipv4() {
-        tokio::net::TcpSocket::new_v4()?
-    } else {
-        tokio::net::TcpSocket::new_v6()?
-    };
-    socket.set_reuseaddr(true)?;
-    socket.set_reuseport(true)?;
-    socket.bind(addr)?;
-    let listener = socket.listen(4096)?;
-    listener.into_std()
-}
-
-/// The first listener on `addr`, on the current runtime. Unless `share`
-/// is set, an address something else already listens on is refused: every
-/// listener Axle binds sets `SO_REUSEPORT` (one per I/O thread), so without
-/// this check a second server on the same port would start silently and the
-/// kernel would split requests between the two. A probe socket without
-/// `SO_REUSEPORT` cannot bind where anything listens, so it tells.
-fn first_listener(addr: SocketAddr, share: bool) -> std::io::Result<tokio::net::TcpListener> {
-    if !share && addr.port() != 0 {
-        exclusive_probe(addr).map_err(|e| listen_error(addr, e, share))?;
-    }
-    reuseport_std_listener(addr)
-        .and_then(tokio::net::TcpListener::from_std)
-        .map_err(|e| listen_error(addr, e, share))
-}
-
-/// Binds (and drops) a socket on `addr` that does not share its port.
-fn exclusive_probe(addr: SocketAddr) -> std::io::Result<()> {
-    let socket = if addr.is_ipv4() {
-        tokio::net::TcpSocket::new_v4()?
-    } else {
-        tokio::net::TcpSocket::new_v6()?
-    };
-    socket.set_reuseaddr(true)?;
-    socket.bind(addr)
-}
-
-/// A bind failure that names the address, and for a port in use, what to do.
-fn listen_error(addr: SocketAddr, e: std::io::Error, share: bool) -> std::io::Error {
-    let hint = match (e.kind(), share) {
-        (std::io::ErrorKind::AddrInUse, false) => {
-            "; another server is listening there: stop it, choose another --listen address, \
-             or pass --reuse-port to share the port with it"
-        }
-        (std::io::ErrorKind::AddrInUse, true) => {
-            "; the server listening there does not share its port (SO_REUSEPORT)"
-        }
-        _ => "",
-    };
-    std::io::Error::new(e.kind(), format!("cannot listen on {addr}: {e}{hint}"))
-}
-
-/// Reloads the site configuration on SIGHUP.
-fn spawn_reloader(app: Arc<App>) {
-    let Ok(mut hup) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) else {
-        return;
-    };
-    tokio::spawn(async move {
-        while hup.recv().await.is_some() {
-            match app.reload() {
-                Ok(()) => tracing::info!("configuration reloaded"),
-                Err(e) => {
-                    tracing::error!(error = %e, "configuration not reloaded; the previous one stays")
-                }
-            }
-        }
-    });
-}
-
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    tokio::select! {
-        () = ctrl_c => {},
-        () = term => {},
-    }
-}
-
 async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
     // One debug line per request (no span, no clock: a hit is a few
     // microseconds, and a per-request span was a measurable share of it).
@@ -366,147 +186,6 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
     }
     response
 }
-
-/// The hot path: a GET or HEAD of a document whose memoized response is
-/// still valid (one `stat` per file it came from, or none when watching).
-/// Anything else, errors included, is left to [`respond`].
-fn hot_response(app: &App, request: &Request) -> Option<Response> {
-    let uri = request.uri();
-    let (rendered, location) = hot_lookup(
-        app,
-        request.method(),
-        uri.path(),
-        uri.query().unwrap_or(""),
-        request.headers(),
-    )?;
-    Some(document_response(rendered, request.headers(), &location))
-}
-
-/// The memoized response for a request and its location, if the request
-/// is a GET or HEAD that has one still valid.
-fn hot_lookup(
-    app: &App,
-    method: &Method,
-    path: &str,
-    query: &str,
-    headers: &impl conn::Headers,
-) -> Option<(Rendered, Arc<Location>)> {
-    let (key, location) = hot_memo_key(app, method, path, query, headers)?;
-    let rendered = app.pipeline.hot_get(&key)?;
-    Some((rendered, location))
-}
-
-/// The hot-memo key of a GET or HEAD, and its location; None for a
-/// request that is never memoized.
-fn hot_memo_key(
-    app: &App,
-    method: &Method,
-    path: &str,
-    query: &str,
-    headers: &impl conn::Headers,
-) -> Option<(FieldKey, Arc<Location>)> {
-    if method != Method::GET && method != Method::HEAD {
-        return None;
-    }
-    let normal = normalize_request_path(path)?;
-    let location = app.site().location(&normal.decoded);
-    let query = pairs(query).ok()?;
-    let (key, _, _) = hot_key(method, &location, headers, &query, &normal.url)?;
-    Some((key, location))
-}
-
-/// The connection loop's fast path (`conn::Fast`), given the request head
-/// before any `http::Request` is built: a hot-memo hit whose header lines
-/// were built when it was memoized goes out in wire form. Locations that
-/// transcode the output, and every request while debug logging is on
-/// (`handle` logs each one), take the ordinary path without asking the
-/// memo here.
-fn hot_wire(app: &App, head: &conn::Head<'_>) -> conn::Fast {
-    if tracing::enabled!(tracing::Level::DEBUG) {
-        return conn::Fast::Pass;
-    }
-    let Some((key, location)) = hot_memo_key(app, head.method, head.path, head.query, head) else {
-        return conn::Fast::Missed;
-    };
-    if location.output_charset.is_some() {
-        return conn::Fast::Pass;
-    }
-    let Some(rendered) = app.pipeline.hot_get(&key) else {
-        return conn::Fast::Missed;
-    };
-    // Every memoized response carries its head; without one (never, in
-    // practice), the ordinary path answers.
-    let Some(lines) = rendered.head.as_ref() else {
-        return conn::Fast::Pass;
-    };
-    let not_modified = etag_matches(head, lines.etag.as_bytes());
-    conn::Fast::Answer(conn::Wire {
-        not_modified,
-        fields: if not_modified {
-            lines.lines.slice(..lines.etag_end)
-        } else {
-            lines.lines.clone()
-        },
-        more: match rendered.cache {
-            crate::pipeline::CacheStatus::Untransformed => b"x-axle-cache: none\r\n",
-            _ => b"x-axle-cache: hit\r\n",
-        },
-        body: rendered.body,
-    })
-}
-
-/// Whether `If-None-Match` names `etag` (or is `*`), by the weak comparison
-/// RFC 9110 (13.1.2) prescribes for it: `W/"x"` matches `"x"`.
-fn etag_matches(headers: &impl conn::Headers, etag: &[u8]) -> bool {
-    fn opaque(tag: &[u8]) -> &[u8] {
-        tag.strip_prefix(b"W/").unwrap_or(tag)
-    }
-    let ours = opaque(etag);
-    headers.each(&header::IF_NONE_MATCH).any(|v| {
-        v.split(',').any(|t| {
-            let t = t.trim();
-            t == "*" || opaque(t.as_bytes()) == ours
-        })
-    })
-}
-
-/// A request's hot-memo key, with the style choice and params it was built
-/// from (the render request of a miss is made of them).
-type HotKey = (FieldKey, Chosen, Vec<(String, String)>);
-
-/// The hot-memo key of a request for `path` (normalized) under `location`,
-/// with the style choice and params it was built from; None when such a
-/// request is never memoized (POST, passthru, directory listings, traced
-/// locations).
-fn hot_key(
-    method: &Method,
-    location: &Location,
-    headers: &impl conn::Headers,
-    query: &[(String, String)],
-    path: &str,
-) -> Option<HotKey> {
-    if method == Method::POST
-        || passthru::wants_passthru(location, query)
-        || location.directories
-        || location.trace.is_some()
-    {
-        return None;
-    }
-    let chosen = choose::choose(location, headers, query, None);
-    let params = params(location, query, &[]);
-    let key = Pipeline::hot_key(
-        path,
-        Some(location.hash),
-        &chosen.selection,
-        chosen.from_client,
-        location.xinclude,
-        &params,
-    );
-    Some((key, chosen, params))
-}
-
-/// Largest form body accepted for POSTed parameters.
-const MAX_FORM_BODY: usize = 1 << 20;
 
 async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
     let method = request.method().clone();
@@ -763,48 +442,6 @@ pub(crate) fn escape_markup(text: &str) -> String {
     out
 }
 
-/// Request parameters that become stylesheet params: query pairs and form
-/// fields (form fields win), minus Axle's own (`passthru` and the style
-/// key), filtered by the location's policy.
-fn params(
-    location: &Location,
-    query: &[(String, String)],
-    form: &[(String, String)],
-) -> Vec<(String, String)> {
-    query
-        .iter()
-        .chain(form)
-        .filter(|(k, _)| k != "passthru" && Some(k) != location.style_key.as_ref())
-        .filter(|(k, _)| is_ncname(k) && location.params.allows(k))
-        .cloned()
-        .collect()
-}
-
-async fn form_body(request: Request) -> Result<Vec<(String, String)>, HttpError> {
-    let is_form = request
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/x-www-form-urlencoded"));
-    let body = axum::body::to_bytes(request.into_body(), MAX_FORM_BODY)
-        .await
-        .map_err(|_| {
-            HttpError::BadRequest(format!("request body larger than {MAX_FORM_BODY} bytes"))
-        })?;
-    if !is_form {
-        return if body.is_empty() {
-            Ok(Vec::new())
-        } else {
-            Err(HttpError::BadRequest(
-                "POST bodies must be application/x-www-form-urlencoded".into(),
-            ))
-        };
-    }
-    let text = std::str::from_utf8(&body)
-        .map_err(|_| HttpError::BadRequest("form body is not UTF-8".into()))?;
-    pairs(text)
-}
-
 fn not_found(e: ProviderError) -> HttpError {
     match e {
         ProviderError::Unreadable { path, reason } => HttpError::Render {
@@ -822,29 +459,6 @@ fn is_document(located: &Located) -> bool {
             .as_path()
             .extension()
             .is_some_and(|e| e.eq_ignore_ascii_case("xml"))
-}
-
-/// Form-encoded pairs: `&` and `;` both separate pairs; a NUL byte is
-/// refused.
-fn pairs(text: &str) -> Result<Vec<(String, String)>, HttpError> {
-    let mut out = Vec::new();
-    for part in text.split([';', '&']) {
-        for (name, value) in form_urlencoded::parse(part.as_bytes()) {
-            if value.contains('\0') || name.contains('\0') {
-                return Err(HttpError::BadRequest(
-                    "a parameter contains a NUL byte".into(),
-                ));
-            }
-            out.push((name.into_owned(), value.into_owned()));
-        }
-    }
-    Ok(out)
-}
-
-fn is_ncname(name: &str) -> bool {
-    let mut chars = name.chars();
-    chars.next().is_some_and(|c| c.is_alphabetic() || c == '_')
-        && chars.all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.'))
 }
 
 fn document_response(

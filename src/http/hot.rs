@@ -1,0 +1,156 @@
+//! The hot path: a GET or HEAD whose memoized response is still valid,
+//! answered before the render path's future is built, and in wire form
+//! (pre-built header lines) straight from the connection loop. Kept apart
+//! because every cache hit runs exactly this code, and nothing else may
+//! creep into it unmeasured.
+
+use std::sync::Arc;
+
+use axum::extract::Request;
+use axum::http::{Method, header};
+use axum::response::Response;
+
+use super::params::{pairs, params};
+use super::{App, Chosen, choose, conn, document_response, passthru};
+use crate::cache::FieldKey;
+use crate::pipeline::{Pipeline, Rendered};
+use crate::provider::normalize_request_path;
+use crate::site::Location;
+
+/// The hot path: a GET or HEAD of a document whose memoized response is
+/// still valid (one `stat` per file it came from, or none when watching).
+/// Anything else, errors included, is left to [`respond`].
+pub(super) fn hot_response(app: &App, request: &Request) -> Option<Response> {
+    let uri = request.uri();
+    let (rendered, location) = hot_lookup(
+        app,
+        request.method(),
+        uri.path(),
+        uri.query().unwrap_or(""),
+        request.headers(),
+    )?;
+    Some(document_response(rendered, request.headers(), &location))
+}
+
+/// The memoized response for a request and its location, if the request
+/// is a GET or HEAD that has one still valid.
+fn hot_lookup(
+    app: &App,
+    method: &Method,
+    path: &str,
+    query: &str,
+    headers: &impl conn::Headers,
+) -> Option<(Rendered, Arc<Location>)> {
+    let (key, location) = hot_memo_key(app, method, path, query, headers)?;
+    let rendered = app.pipeline.hot_get(&key)?;
+    Some((rendered, location))
+}
+
+/// The hot-memo key of a GET or HEAD, and its location; None for a
+/// request that is never memoized.
+fn hot_memo_key(
+    app: &App,
+    method: &Method,
+    path: &str,
+    query: &str,
+    headers: &impl conn::Headers,
+) -> Option<(FieldKey, Arc<Location>)> {
+    if method != Method::GET && method != Method::HEAD {
+        return None;
+    }
+    let normal = normalize_request_path(path)?;
+    let location = app.site().location(&normal.decoded);
+    let query = pairs(query).ok()?;
+    let (key, _, _) = hot_key(method, &location, headers, &query, &normal.url)?;
+    Some((key, location))
+}
+
+/// The connection loop's fast path (`conn::Fast`), given the request head
+/// before any `http::Request` is built: a hot-memo hit whose header lines
+/// were built when it was memoized goes out in wire form. Locations that
+/// transcode the output, and every request while debug logging is on
+/// (`handle` logs each one), take the ordinary path without asking the
+/// memo here.
+pub(super) fn hot_wire(app: &App, head: &conn::Head<'_>) -> conn::Fast {
+    if tracing::enabled!(tracing::Level::DEBUG) {
+        return conn::Fast::Pass;
+    }
+    let Some((key, location)) = hot_memo_key(app, head.method, head.path, head.query, head) else {
+        return conn::Fast::Missed;
+    };
+    if location.output_charset.is_some() {
+        return conn::Fast::Pass;
+    }
+    let Some(rendered) = app.pipeline.hot_get(&key) else {
+        return conn::Fast::Missed;
+    };
+    // Every memoized response carries its head; without one (never, in
+    // practice), the ordinary path answers.
+    let Some(lines) = rendered.head.as_ref() else {
+        return conn::Fast::Pass;
+    };
+    let not_modified = etag_matches(head, lines.etag.as_bytes());
+    conn::Fast::Answer(conn::Wire {
+        not_modified,
+        fields: if not_modified {
+            lines.lines.slice(..lines.etag_end)
+        } else {
+            lines.lines.clone()
+        },
+        more: match rendered.cache {
+            crate::pipeline::CacheStatus::Untransformed => b"x-axle-cache: none\r\n",
+            _ => b"x-axle-cache: hit\r\n",
+        },
+        body: rendered.body,
+    })
+}
+
+/// Whether `If-None-Match` names `etag` (or is `*`), by the weak comparison
+/// RFC 9110 (13.1.2) prescribes for it: `W/"x"` matches `"x"`.
+pub(super) fn etag_matches(headers: &impl conn::Headers, etag: &[u8]) -> bool {
+    fn opaque(tag: &[u8]) -> &[u8] {
+        tag.strip_prefix(b"W/").unwrap_or(tag)
+    }
+    let ours = opaque(etag);
+    headers.each(&header::IF_NONE_MATCH).any(|v| {
+        v.split(',').any(|t| {
+            let t = t.trim();
+            t == "*" || opaque(t.as_bytes()) == ours
+        })
+    })
+}
+
+/// A request's hot-memo key, with the style choice and params it was built
+/// from (the render request of a miss is made of them).
+pub(super) type HotKey = (FieldKey, Chosen, Vec<(String, String)>);
+
+/// The hot-memo key of a request for `path` (normalized) under `location`,
+/// with the style choice and params it was built from; None when such a
+/// request is never memoized (POST, passthru, directory listings, traced
+/// locations).
+pub(super) fn hot_key(
+    method: &Method,
+    location: &Location,
+    headers: &impl conn::Headers,
+    query: &[(String, String)],
+    path: &str,
+) -> Option<HotKey> {
+    if method == Method::POST
+        || passthru::wants_passthru(location, query)
+        || location.directories
+        || location.trace.is_some()
+    {
+        return None;
+    }
+    let chosen = choose::choose(location, headers, query, None);
+    let params = params(location, query, &[]);
+    let key = Pipeline::hot_key(
+        path,
+        Some(location.hash),
+        &chosen.selection,
+        chosen.from_client,
+        location.xinclude,
+        &params,
+    );
+    Some((key, chosen, params))
+}
