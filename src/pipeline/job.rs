@@ -47,7 +47,8 @@ pub(super) struct ChainJob {
     pub(super) stats: Arc<Stats>,
     pub(super) location: Option<ContentHash>,
     pub(super) xinclude: bool,
-    pub(super) trace: Option<(PathBuf, String)>,
+    /// Where trace files go, without their `.N` suffix (`trace::trace_stem`).
+    pub(super) trace: Option<PathBuf>,
     pub(super) internal: Option<Arc<dyn InternalDocuments>>,
     /// The prolog scanned from the source (the bytes the first stage
     /// gets): its DOCTYPE picks the shared DTD without a second scan.

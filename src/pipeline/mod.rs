@@ -64,7 +64,7 @@ use hot::HotResponse;
 use job::ChainJob;
 use response::rendered;
 use scan::scan_prolog;
-use trace::trace_name;
+use trace::trace_stem;
 
 /// Counters, for tests, benchmarks and (later) the status page.
 #[derive(Debug, Default)]
@@ -127,7 +127,9 @@ pub struct RenderRequest {
     pub location: Option<ContentHash>,
     /// Process XInclude in the source before stage 1.
     pub xinclude: bool,
-    /// Write the source and every stage's output into this directory.
+    /// Write the source and every stage's output into this directory, the
+    /// URL path mirrored as subdirectories (`/a/b.xml` → `a/b.xml.0`, `.1`,
+    /// ...).
     pub trace: Option<PathBuf>,
     /// Compute without reading or writing the cache (a traced request).
     pub no_cache: bool,
@@ -395,7 +397,7 @@ impl Pipeline {
             trace: req
                 .trace
                 .as_ref()
-                .map(|dir| (dir.clone(), trace_name(located.path.url()))),
+                .and_then(|dir| trace_stem(dir, located.path.url())),
             internal: Some(self.internal_documents()),
             prolog: Some(Arc::clone(&prolog)),
         };
