@@ -5,6 +5,7 @@
 //! # Layout
 //! - [`ffi`]: the only `unsafe` code; libxml2/libxslt as safe RAII types.
 //! - [`prolog`]: reads PIs, DOCTYPE and root element without a full parse.
+//! - [`href`]: resolves an href against its document (below `chain` and `language`).
 //! - [`chain`]: PIs → the stages a document goes through.
 //! - [`language`]: the `Language`/`Stage` plug-in API; XSLT and passthru.
 //! - [`provider`]: where sources come from; confinement to the root.
@@ -23,6 +24,7 @@ pub mod cache;
 pub mod chain;
 pub mod config;
 pub mod ffi;
+pub mod href;
 pub mod http;
 pub mod language;
 pub mod pipeline;

@@ -26,6 +26,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use crate::ffi::{DoctypeIds, Limits, XmlDoc, XmlError};
+use crate::href::resolve_href;
 use crate::prolog::Doctype;
 use crate::provider::{RootResolver, confine};
 
@@ -166,7 +167,7 @@ fn read_relative(
     base_url: &str,
     href: &str,
 ) -> Result<Vec<u8>, LanguageError> {
-    let url = crate::chain::resolve_href(base_url, href)
+    let url = resolve_href(base_url, href)
         .ok_or_else(|| LanguageError::Failed(format!("{href} leaves the document root")))?;
     let path = confine(resolver.root(), &url, resolver.fingerprints())
         .map_err(|e| LanguageError::Failed(e.to_string()))?;

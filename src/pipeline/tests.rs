@@ -102,9 +102,48 @@ fn keys_cover_the_location_configuration() {
 }
 
 #[test]
-fn trace_names_escape_slashes() {
-    assert_eq!(trace_name("/a/b.xml"), "a|b.xml");
-    assert_eq!(trace_name("/"), "index");
+fn trace_paths_mirror_the_url_path() {
+    use std::path::PathBuf;
+    let rel = |url: &str| trace::trace_rel(url);
+    assert_eq!(rel("/a/b.xml"), Some(PathBuf::from("a/b.xml")));
+    assert_eq!(rel("/b.xml"), Some(PathBuf::from("b.xml")));
+    assert_eq!(
+        rel("/a%20b/c%7Cd.xml"),
+        Some(PathBuf::from("a%20b/c%7Cd.xml"))
+    );
+    assert_eq!(rel("/"), Some(PathBuf::from("index")));
+    assert_eq!(rel(""), Some(PathBuf::from("index")));
+    // Not produced by confinement, but tidied if they ever were.
+    assert_eq!(rel("//a/./b.xml"), Some(PathBuf::from("a/b.xml")));
+}
+
+#[test]
+fn trace_paths_never_leave_the_directory() {
+    let rel = |url: &str| trace::trace_rel(url);
+    assert_eq!(rel("/../etc/passwd"), None);
+    assert_eq!(rel("/a/../../b.xml"), None);
+    assert_eq!(rel("/a/.."), None);
+    assert_eq!(rel("/a\\..\\b.xml"), None);
+    assert_eq!(rel("/a/b\0.xml"), None);
+    let dir = std::path::Path::new("/tmp/trace");
+    assert_eq!(trace::trace_stem(dir, "/../x.xml"), None);
+    let stem = trace::trace_stem(dir, "/a/b.xml").unwrap();
+    assert!(stem.starts_with(dir));
+    assert_eq!(stem, dir.join("a").join("b.xml"));
+}
+
+#[test]
+fn trace_files_are_written_in_subdirectories() {
+    let root = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let mut job = job(&["one.xsl"], &[], root.path());
+    job.trace = trace::trace_stem(out.path(), "/articles/a.xml");
+    job.write_trace(0, b"source");
+    job.write_trace(1, b"stage one");
+    let file = |n: usize| out.path().join("articles").join(format!("a.xml.{n}"));
+    assert_eq!(std::fs::read(file(0)).unwrap(), b"source");
+    assert_eq!(std::fs::read(file(1)).unwrap(), b"stage one");
+    assert!(!file(2).exists());
 }
 
 #[test]

@@ -1399,9 +1399,9 @@ async fn passthru_returns_the_source_unless_the_location_disables_it() {
     }
 }
 
-/// `trace` (AxTraceIntermediate): `<dir>/<path with / as |>.N` holds the
-/// source (0) and each stage's output; traced requests are computed in every
-/// mode.
+/// `trace` (AxTraceIntermediate): `<dir>/<URL path>.N` (the path's
+/// directories mirrored under `<dir>`) holds the source (0) and each stage's
+/// output; traced requests are computed in every mode.
 #[tokio::test(flavor = "multi_thread")]
 async fn trace_writes_the_source_and_every_stage_output() {
     let site = TestSite::new();
@@ -1417,7 +1417,7 @@ async fn trace_writes_the_source_and_every_stage_output() {
         "[location.\"/traced\"]\ntrace = {:?}\n",
         dir.display().to_string()
     );
-    let file = |n: usize| dir.join(format!("traced|doc.xml.{n}"));
+    let file = |n: usize| dir.join("traced").join(format!("doc.xml.{n}"));
     let stage1 = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<out>src...A</out>\n";
     for mode in MODES {
         let _ = std::fs::remove_dir_all(&dir);
@@ -1451,7 +1451,7 @@ async fn trace_writes_the_source_and_every_stage_output() {
         String::from_utf8(stdout.clone()).unwrap(),
         out("src...A...B")
     );
-    let cli = |n: usize| cli_dir.join(format!("traced|doc.xml.{n}"));
+    let cli = |n: usize| cli_dir.join("traced").join(format!("doc.xml.{n}"));
     assert_eq!(std::fs::read_to_string(cli(0)).unwrap(), doc);
     assert_eq!(std::fs::read_to_string(cli(1)).unwrap(), stage1);
     assert_eq!(std::fs::read(cli(2)).unwrap(), stdout);
