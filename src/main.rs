@@ -113,7 +113,9 @@ enum Command {
         /// PIs (repeatable: a chain, in order), like `xsltproc STYLESHEET FILE`.
         #[arg(long = "stylesheet")]
         stylesheets: Vec<PathBuf>,
-        /// Write the source and every stage's output under DIR.
+        /// Write the source and every stage's output under DIR, mirroring the
+        /// URL path (`/a/doc.xml` → `DIR/a/doc.xml.0` for the source, `.1`,
+        /// `.2`, ... for each stage's output).
         #[arg(long, value_name = "DIR")]
         trace: Option<PathBuf>,
         /// The document root that hrefs like "/stylesheets/x.xsl" resolve
