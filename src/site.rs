@@ -35,10 +35,12 @@ pub struct ConfigError {
 }
 
 mod format;
+mod spans;
 mod validate;
 
 use format::{FileFormat, OrderWord, ParamSetting};
-use validate::{ValidSection, key_at, line_of, validate};
+use spans::{Spans, join};
+use validate::{Here, ValidSection, serde_error, validate};
 
 // ---------------------------------------------------------------------------
 // Validated sections
@@ -218,45 +220,18 @@ impl SiteConfig {
 
     /// Parses and validates configuration text (`file` names it in errors).
     pub fn parse(text: &str, file: &Path, registry: Registry) -> Result<SiteConfig, ConfigError> {
-        let err =
-            |span: Option<std::ops::Range<usize>>, key: String, message: String| ConfigError {
-                file: file.to_path_buf(),
-                line: span.map(|s| line_of(text, s.start)),
-                key,
-                message,
-            };
-        let format: FileFormat = toml::from_str(text).map_err(|e| {
-            let message = e.message().to_string();
-            let key = e.span().map_or_else(
-                || "(syntax)".to_string(),
-                |span| key_at(text, span.start, &message),
-            );
-            err(e.span(), key, message)
-        })?;
+        let spans = Spans::parse(text);
+        let format: FileFormat =
+            toml::from_str(text).map_err(|e| serde_error(file, text, &spans, &e))?;
         let mut sections = Vec::new();
-        // Where a string first appears in the file: the line for errors on
-        // values whose position toml does not keep.
-        let find = |needle: &str, from: usize| {
-            let rest = text.get(from..)?;
-            rest.find(needle).map(|i| from + i..from + i + needle.len())
-        };
         for (prefix, section) in format.location {
-            let span = find(&format!("{prefix:?}"), 0).unwrap_or(0..0);
-            let key = format!("location.{prefix:?}");
-            if !prefix.starts_with('/') {
-                return Err(err(
-                    Some(span),
-                    key,
-                    "a location is a URL path prefix starting with '/'".into(),
-                ));
-            }
-            sections.push(validate(
-                prefix,
-                section,
-                &find,
-                &registry,
-                &|span, k, m| err(span, format!("{key}.{k}"), m),
-            )?);
+            let here = Here {
+                file,
+                text,
+                spans: &spans,
+                section: join("location", &prefix),
+            };
+            sections.push(validate(prefix, section, &registry, &here)?);
         }
         // Outermost first: shorter prefixes contain longer ones.
         sections.sort_by(|a, b| {
@@ -387,7 +362,7 @@ impl SiteConfig {
             if let Some(v) = &r.trace {
                 l.trace = Some(v.clone()).filter(|p| !p.as_os_str().is_empty());
             }
-            if s.error_stylesheet.is_some() {
+            if r.error_stylesheet.is_some() {
                 l.error_stylesheet = s.error_stylesheet.clone();
             }
             if s.output_charset.is_some() {

@@ -1,12 +1,12 @@
 //! The `axle.toml` file format as serde reads it: one struct per kind of
-//! table, before validation. The names here are the keys users write
-//! (`rename_all = "kebab-case"`).
+//! table, before validation. The field names here are the keys users write
+//! (`rename_all = "kebab-case"`), and `docs/configuration.md` documents
+//! exactly these: a test collects the fields serde asks for and compares.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde::Deserialize;
-use toml::Spanned;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -28,17 +28,17 @@ pub(super) struct Section {
     pub(super) directories: Option<bool>,
     pub(super) xinclude: Option<bool>,
     pub(super) trace: Option<PathBuf>,
-    pub(super) error_stylesheet: Option<Spanned<String>>,
-    pub(super) output_charset: Option<Spanned<String>>,
+    pub(super) error_stylesheet: Option<String>,
+    pub(super) output_charset: Option<String>,
     pub(super) style_key: Option<String>,
     pub(super) style_cookie: Option<String>,
     pub(super) path_info: Option<bool>,
     pub(super) suffix: Option<bool>,
-    pub(super) user_agent_styles: Option<Vec<Spanned<UaStyle>>>,
-    pub(super) media_rules: Option<Vec<Spanned<MediaRuleFormat>>>,
+    pub(super) user_agent_styles: Option<Vec<UaStyle>>,
+    pub(super) media_rules: Option<Vec<MediaRuleFormat>>,
     pub(super) types: Option<BTreeMap<String, String>>,
     #[serde(default)]
-    pub(super) processor: Vec<Spanned<ProcessorFormat>>,
+    pub(super) processor: Vec<ProcessorFormat>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]

@@ -2,9 +2,11 @@
 //! regexes compiled, Languages and charsets looked up, and every problem
 //! reported with the key and line it is at.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use super::format::{ParamSetting, Section};
+use super::spans::{Spans, join};
 use super::{ConfigError, MediaRule, OutputCharset, UaStyleRule};
 use crate::chain::{Processor, When};
 use crate::language::{Language, Registry};
@@ -31,24 +33,99 @@ pub(super) struct ValidSection {
     pub(super) output_charset: Option<OutputCharset>,
 }
 
-pub(super) fn field_span(
-    find: &Finder<'_>,
-    table: &std::ops::Range<usize>,
-    field: &str,
-) -> std::ops::Range<usize> {
-    find(&format!("{field} "), table.start)
-        .or_else(|| find(&format!("{field}="), table.start))
-        .filter(|found| found.start < table.end.max(table.start + 1))
-        .unwrap_or_else(|| table.clone())
+/// Where errors in one section are: the file, its text and keys, and the
+/// section's own key (`location."/docs"`).
+pub(super) struct Here<'a> {
+    /// The file, for errors.
+    pub(super) file: &'a Path,
+    /// Its text.
+    pub(super) text: &'a str,
+    /// Its keys.
+    pub(super) spans: &'a Spans,
+    /// The section's key.
+    pub(super) section: String,
 }
 
-/// Searches the configuration text for a string from an offset.
-pub(super) type Finder<'a> = dyn Fn(&str, usize) -> Option<std::ops::Range<usize>> + 'a;
+impl Here<'_> {
+    /// The full key of `key` (relative to the section; `""` is the section).
+    pub(super) fn key(&self, key: &str) -> String {
+        if key.is_empty() {
+            self.section.clone()
+        } else if key.starts_with('[') {
+            format!("{}{key}", self.section)
+        } else {
+            format!("{}.{key}", self.section)
+        }
+    }
 
-/// The dotted key of the table around `offset` (from the last table header
-/// before it, with an index for arrays of tables), plus the field an
-/// "unknown field" message names: `location."/".processor[0].bogus`.
-pub(super) fn key_at(text: &str, offset: usize, message: &str) -> String {
+    /// The line of a full key (or of the nearest key above it in the file).
+    pub(super) fn line(&self, full_key: &str) -> Option<usize> {
+        self.spans
+            .start_of(full_key)
+            .map(|offset| line_of(self.text, offset))
+    }
+
+    /// An error at `key` (relative to the section).
+    pub(super) fn err(&self, key: &str, message: impl Into<String>) -> ConfigError {
+        let key = self.key(key);
+        ConfigError {
+            file: self.file.to_path_buf(),
+            line: self.line(&key),
+            key,
+            message: message.into(),
+        }
+    }
+}
+
+/// The 1-based line of a byte offset.
+pub(super) fn line_of(text: &str, offset: usize) -> usize {
+    text.get(..offset)
+        .map_or(1, |t| t.matches('\n').count() + 1)
+}
+
+/// The error for what serde (through `toml`) refused: the full key of the
+/// span it names (plus the field a "missing field" message names), at the
+/// line of that span.
+pub(super) fn serde_error(
+    file: &Path,
+    text: &str,
+    spans: &Spans,
+    e: &toml::de::Error,
+) -> ConfigError {
+    let message = e.message().to_string();
+    let key = match e.span() {
+        Some(span) => match spans.key_at(&span) {
+            Some(key) => with_named_field(key, &message),
+            // Not TOML at all: the table the error is in.
+            None => header_key_at(text, span.start, &message),
+        },
+        None => "(syntax)".to_string(),
+    };
+    ConfigError {
+        file: file.to_path_buf(),
+        line: e.span().map(|s| line_of(text, s.start)),
+        key,
+        message,
+    }
+}
+
+/// `key`, plus the field a "missing field `x`" or "unknown field `x`"
+/// message names when `key` is the table rather than the field.
+fn with_named_field(key: &str, message: &str) -> String {
+    let field = ["missing field `", "unknown field `"]
+        .iter()
+        .find_map(|p| message.strip_prefix(p))
+        .and_then(|r| r.split('`').next());
+    match field {
+        Some(field) if !key.ends_with(&join("", field)) => join(key, field),
+        _ => key.to_string(),
+    }
+}
+
+/// For text that is not valid TOML: the dotted key of the table around
+/// `offset` (from the last table header before it, with an index for
+/// arrays of tables), plus the field an "unknown field" message names.
+fn header_key_at(text: &str, offset: usize, message: &str) -> String {
     let before = text.get(..offset).unwrap_or(text);
     let mut header: Option<(String, bool)> = None;
     for line in before.lines() {
@@ -59,7 +136,7 @@ pub(super) fn key_at(text: &str, offset: usize, message: &str) -> String {
             header = Some((inner.trim().to_string(), false));
         }
     }
-    let mut key = match header {
+    let key = match header {
         Some((name, true)) => {
             let count = before
                 .lines()
@@ -74,72 +151,41 @@ pub(super) fn key_at(text: &str, offset: usize, message: &str) -> String {
         Some((name, false)) => name,
         None => String::new(),
     };
-    if let Some(field) = message
-        .strip_prefix("unknown field `")
-        .and_then(|r| r.split('`').next())
-    {
-        if !key.is_empty() {
-            key.push('.');
-        }
-        key.push_str(field);
-    }
     if key.is_empty() {
         "(syntax)".to_string()
     } else {
-        key
+        with_named_field(&key, message)
     }
 }
 
-pub(super) fn line_of(text: &str, offset: usize) -> usize {
-    text.get(..offset)
-        .map_or(1, |t| t.matches('\n').count() + 1)
+fn regex_of(pattern: &str, key: &str, here: &Here<'_>) -> Result<regex::Regex, ConfigError> {
+    regex::Regex::new(pattern).map_err(|e| here.err(key, format!("invalid regex: {e}")))
 }
 
-pub(super) type ErrFn<'a> =
-    dyn Fn(Option<std::ops::Range<usize>>, String, String) -> ConfigError + 'a;
-
-pub(super) fn regex_of(
-    pattern: &str,
-    span: std::ops::Range<usize>,
-    key: String,
-    err: &ErrFn<'_>,
-) -> Result<regex::Regex, ConfigError> {
-    regex::Regex::new(pattern).map_err(|e| err(Some(span), key, format!("invalid regex: {e}")))
-}
-
+/// Validates one section (`here.section` names it in errors).
 pub(super) fn validate(
     prefix: String,
     raw: Section,
-    find: &Finder<'_>,
     registry: &Registry,
-    err: &ErrFn<'_>,
+    here: &Here<'_>,
 ) -> Result<ValidSection, ConfigError> {
+    if !prefix.starts_with('/') {
+        return Err(here.err("", "a location is a URL path prefix starting with '/'"));
+    }
     let mut processors = Vec::new();
     for (i, p) in raw.processor.iter().enumerate() {
-        let span = p.span();
-        let p = p.get_ref();
         let key = |k: &str| format!("processor[{i}].{k}");
         if registry.lookup(&p.r#type, &p.href).is_none() {
-            return Err(err(
-                Some(span),
-                key("type"),
+            return Err(here.err(
+                &key("type"),
                 format!("no Language is registered for '{}'", p.r#type),
             ));
         }
         if p.href.is_empty() {
-            return Err(err(
-                Some(span),
-                key("href"),
-                "href must not be empty".into(),
-            ));
+            return Err(here.err(&key("href"), "href must not be empty"));
         }
         let uri = match &p.uri {
-            Some(u) => Some(regex_of(
-                u,
-                field_span(find, &span, "uri"),
-                key("uri"),
-                err,
-            )?),
+            Some(u) => Some(regex_of(u, &key("uri"), here)?),
             None => None,
         };
         processors.push(Processor {
@@ -165,12 +211,11 @@ pub(super) fn validate(
                 .map(|(i, r)| {
                     Ok(UaStyleRule {
                         pattern: regex_of(
-                            &r.get_ref().pattern,
-                            r.span(),
-                            format!("user-agent-styles[{i}].pattern"),
-                            err,
+                            &r.pattern,
+                            &format!("user-agent-styles[{i}].pattern"),
+                            here,
                         )?,
-                        style: r.get_ref().style.clone(),
+                        style: r.style.clone(),
                     })
                 })
                 .collect::<Result<Vec<_>, ConfigError>>()?,
@@ -181,23 +226,18 @@ pub(super) fn validate(
         Some(list) => Some(
             list.iter()
                 .enumerate()
-                .map(|(i, r)| {
-                    let f = r.get_ref();
+                .map(|(i, f)| {
                     if f.user_agent.is_none() && f.accept.is_none() {
-                        return Err(err(
-                            Some(r.span()),
-                            format!("media-rules[{i}]"),
-                            "a media rule needs user-agent and/or accept".into(),
+                        return Err(here.err(
+                            &format!("media-rules[{i}]"),
+                            "a media rule needs user-agent and/or accept",
                         ));
                     }
                     Ok(MediaRule {
                         user_agent: match &f.user_agent {
-                            Some(p) => Some(regex_of(
-                                p,
-                                r.span(),
-                                format!("media-rules[{i}].user-agent"),
-                                err,
-                            )?),
+                            Some(p) => {
+                                Some(regex_of(p, &format!("media-rules[{i}].user-agent"), here)?)
+                            }
                             None => None,
                         },
                         accept: f.accept.clone(),
@@ -213,9 +253,8 @@ pub(super) fn validate(
             let mut out = Vec::new();
             for (mime, name) in map {
                 let lang = registry.by_name(name).ok_or_else(|| {
-                    err(
-                        find(&format!("{mime:?}"), 0),
-                        format!("types.{mime:?}"),
+                    here.err(
+                        &join("types", mime),
                         format!("no Language named '{name}' is registered"),
                     )
                 })?;
@@ -227,28 +266,27 @@ pub(super) fn validate(
     };
     if let Some(ParamSetting::Word(w)) = &raw.params {
         if w != "all" && w != "none" {
-            return Err(err(
-                None,
-                "params".into(),
+            return Err(here.err(
+                "params",
                 format!("'{w}': use \"all\", \"none\" or a list of names"),
             ));
         }
     }
-    let error_stylesheet = raw.error_stylesheet.as_ref().map(|s| StylesheetPi {
-        href: s.get_ref().clone(),
-        r#type: "text/xsl".into(),
-        ..Default::default()
-    });
+    // "" turns an inherited error stylesheet off.
+    let error_stylesheet = raw
+        .error_stylesheet
+        .as_ref()
+        .filter(|s| !s.is_empty())
+        .map(|s| StylesheetPi {
+            href: s.clone(),
+            r#type: "text/xsl".into(),
+            ..Default::default()
+        });
     let output_charset = match &raw.output_charset {
-        Some(c) if c.get_ref().eq_ignore_ascii_case("accept") => Some(OutputCharset::Accept),
+        Some(c) if c.eq_ignore_ascii_case("accept") => Some(OutputCharset::Accept),
         Some(c) => Some(OutputCharset::Fixed(
-            encoding_rs::Encoding::for_label(c.get_ref().as_bytes()).ok_or_else(|| {
-                err(
-                    Some(c.span()),
-                    "output-charset".into(),
-                    format!("unknown charset '{}'", c.get_ref()),
-                )
-            })?,
+            encoding_rs::Encoding::for_label(c.as_bytes())
+                .ok_or_else(|| here.err("output-charset", format!("unknown charset '{c}'")))?,
         )),
         None => None,
     };
