@@ -35,6 +35,7 @@ pub struct ConfigError {
 }
 
 mod format;
+mod references;
 mod spans;
 mod validate;
 

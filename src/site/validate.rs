@@ -6,6 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::format::{ParamSetting, Section};
+use super::references::Reference;
 use super::spans::{Spans, join};
 use super::{ConfigError, MediaRule, OutputCharset, UaStyleRule};
 use crate::chain::{Processor, When};
@@ -31,6 +32,8 @@ pub(super) struct ValidSection {
     pub(super) types: Option<Vec<(String, LangRef)>>,
     pub(super) error_stylesheet: Option<StylesheetPi>,
     pub(super) output_charset: Option<OutputCharset>,
+    /// The files it names (processor hrefs, the error stylesheet).
+    pub(super) references: Vec<Reference>,
 }
 
 /// Where errors in one section are: the file, its text and keys, and the
@@ -290,6 +293,21 @@ pub(super) fn validate(
         )),
         None => None,
     };
+    let mut references = Vec::new();
+    let mut names = |key: String, href: &str| {
+        let key = here.key(&key);
+        references.push(Reference {
+            line: here.line(&key),
+            key,
+            href: href.to_string(),
+        });
+    };
+    for (i, p) in raw.processor.iter().enumerate() {
+        names(format!("processor[{i}].href"), &p.href);
+    }
+    if let Some(sheet) = &error_stylesheet {
+        names("error-stylesheet".into(), &sheet.href);
+    }
     Ok(ValidSection {
         prefix,
         raw,
@@ -299,5 +317,6 @@ pub(super) fn validate(
         types,
         error_stylesheet,
         output_charset,
+        references,
     })
 }
