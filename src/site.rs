@@ -442,4 +442,6 @@ fn location_hash(l: &Location) -> ContentHash {
 }
 
 #[cfg(test)]
+mod doc_keys;
+#[cfg(test)]
 mod tests;
