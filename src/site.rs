@@ -124,7 +124,6 @@ impl MediaRule {
     }
 }
 
-/// A Language in a section's type map (Debug shows its name).
 // ---------------------------------------------------------------------------
 // The merged view
 

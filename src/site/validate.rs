@@ -13,6 +13,7 @@ use crate::chain::{Processor, When};
 use crate::language::{Language, Registry};
 use crate::prolog::StylesheetPi;
 
+/// A Language in a section's type map (Debug shows its name).
 #[derive(Clone)]
 pub(super) struct LangRef(pub(super) Arc<dyn Language>);
 
@@ -22,6 +23,7 @@ impl std::fmt::Debug for LangRef {
     }
 }
 
+/// A section, validated: what the merge reads.
 #[derive(Debug, Clone)]
 pub(super) struct ValidSection {
     pub(super) prefix: String,
