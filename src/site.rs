@@ -11,16 +11,13 @@
 //! `reset`. Every merged location carries a hash of everything in it that
 //! can change output; the pipeline puts it in every cache key.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
-use serde::Deserialize;
-use toml::Spanned;
-
 use crate::cache::{ContentHash, KeyBuilder};
-use crate::chain::{Processor, ProcessorOrder, When};
-use crate::language::{Language, Registry};
+use crate::chain::{Processor, ProcessorOrder};
+use crate::language::Registry;
 use crate::prolog::StylesheetPi;
 
 /// A problem in the configuration file.
@@ -37,85 +34,14 @@ pub struct ConfigError {
     pub message: String,
 }
 
-// ---------------------------------------------------------------------------
-// The file format
+mod format;
+mod references;
+mod spans;
+mod validate;
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FileFormat {
-    #[serde(default)]
-    location: BTreeMap<String, Section>,
-}
-
-#[derive(Debug, Default, Clone, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case")]
-struct Section {
-    style: Option<String>,
-    media: Option<String>,
-    order: Option<OrderWord>,
-    reset: Option<bool>,
-    passthru: Option<bool>,
-    params: Option<ParamSetting>,
-    index: Option<String>,
-    directories: Option<bool>,
-    xinclude: Option<bool>,
-    trace: Option<PathBuf>,
-    error_stylesheet: Option<Spanned<String>>,
-    output_charset: Option<Spanned<String>>,
-    style_key: Option<String>,
-    style_cookie: Option<String>,
-    path_info: Option<bool>,
-    suffix: Option<bool>,
-    user_agent_styles: Option<Vec<Spanned<UaStyle>>>,
-    media_rules: Option<Vec<Spanned<MediaRuleFormat>>>,
-    types: Option<BTreeMap<String, String>>,
-    #[serde(default)]
-    processor: Vec<Spanned<ProcessorFormat>>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-enum OrderWord {
-    Fallback,
-    Instead,
-    Before,
-    After,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(untagged)]
-enum ParamSetting {
-    Word(String),
-    List(Vec<String>),
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct UaStyle {
-    pattern: String,
-    style: String,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case")]
-struct MediaRuleFormat {
-    user_agent: Option<String>,
-    accept: Option<String>,
-    media: String,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ProcessorFormat {
-    r#type: String,
-    href: String,
-    root: Option<String>,
-    doctype: Option<String>,
-    dtd: Option<String>,
-    uri: Option<String>,
-    style: Option<String>,
-    media: Option<String>,
-}
+use format::{FileFormat, OrderWord, ParamSetting};
+use spans::{Spans, join};
+use validate::{Here, ValidSection, serde_error, validate};
 
 // ---------------------------------------------------------------------------
 // Validated sections
@@ -196,28 +122,6 @@ impl MediaRule {
                 .as_ref()
                 .is_some_and(|a| accept.contains(a.as_str()))
     }
-}
-
-/// A Language in a section's type map (Debug shows its name).
-#[derive(Clone)]
-struct LangRef(Arc<dyn Language>);
-
-impl std::fmt::Debug for LangRef {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.0.name())
-    }
-}
-
-#[derive(Debug, Clone)]
-struct ValidSection {
-    prefix: String,
-    raw: Section,
-    processors: Vec<Processor>,
-    ua_styles: Option<Vec<UaStyleRule>>,
-    media_rules: Option<Vec<MediaRule>>,
-    types: Option<Vec<(String, LangRef)>>,
-    error_stylesheet: Option<StylesheetPi>,
-    output_charset: Option<OutputCharset>,
 }
 
 // ---------------------------------------------------------------------------
@@ -316,45 +220,18 @@ impl SiteConfig {
 
     /// Parses and validates configuration text (`file` names it in errors).
     pub fn parse(text: &str, file: &Path, registry: Registry) -> Result<SiteConfig, ConfigError> {
-        let err =
-            |span: Option<std::ops::Range<usize>>, key: String, message: String| ConfigError {
-                file: file.to_path_buf(),
-                line: span.map(|s| line_of(text, s.start)),
-                key,
-                message,
-            };
-        let format: FileFormat = toml::from_str(text).map_err(|e| {
-            let message = e.message().to_string();
-            let key = e.span().map_or_else(
-                || "(syntax)".to_string(),
-                |span| key_at(text, span.start, &message),
-            );
-            err(e.span(), key, message)
-        })?;
+        let spans = Spans::parse(text);
+        let format: FileFormat =
+            toml::from_str(text).map_err(|e| serde_error(file, text, &spans, &e))?;
         let mut sections = Vec::new();
-        // Where a string first appears in the file: the line for errors on
-        // values whose position toml does not keep.
-        let find = |needle: &str, from: usize| {
-            let rest = text.get(from..)?;
-            rest.find(needle).map(|i| from + i..from + i + needle.len())
-        };
         for (prefix, section) in format.location {
-            let span = find(&format!("{prefix:?}"), 0).unwrap_or(0..0);
-            let key = format!("location.{prefix:?}");
-            if !prefix.starts_with('/') {
-                return Err(err(
-                    Some(span),
-                    key,
-                    "a location is a URL path prefix starting with '/'".into(),
-                ));
-            }
-            sections.push(validate(
-                prefix,
-                section,
-                &find,
-                &registry,
-                &|span, k, m| err(span, format!("{key}.{k}"), m),
-            )?);
+            let here = Here {
+                file,
+                text,
+                spans: &spans,
+                section: join("location", &prefix),
+            };
+            sections.push(validate(prefix, section, &registry, &here)?);
         }
         // Outermost first: shorter prefixes contain longer ones.
         sections.sort_by(|a, b| {
@@ -485,7 +362,7 @@ impl SiteConfig {
             if let Some(v) = &r.trace {
                 l.trace = Some(v.clone()).filter(|p| !p.as_os_str().is_empty());
             }
-            if s.error_stylesheet.is_some() {
+            if r.error_stylesheet.is_some() {
                 l.error_stylesheet = s.error_stylesheet.clone();
             }
             if s.output_charset.is_some() {
@@ -541,238 +418,6 @@ fn prefix_matches(prefix: &str, path: &str) -> bool {
 
 /// The span of `field = ...` inside a table's span (for errors on a value
 /// whose own position toml does not keep), else the table's span.
-fn field_span(
-    find: &Finder<'_>,
-    table: &std::ops::Range<usize>,
-    field: &str,
-) -> std::ops::Range<usize> {
-    find(&format!("{field} "), table.start)
-        .or_else(|| find(&format!("{field}="), table.start))
-        .filter(|found| found.start < table.end.max(table.start + 1))
-        .unwrap_or_else(|| table.clone())
-}
-
-/// Searches the configuration text for a string from an offset.
-type Finder<'a> = dyn Fn(&str, usize) -> Option<std::ops::Range<usize>> + 'a;
-
-/// The dotted key of the table around `offset` (from the last table header
-/// before it, with an index for arrays of tables), plus the field an
-/// "unknown field" message names: `location."/".processor[0].bogus`.
-fn key_at(text: &str, offset: usize, message: &str) -> String {
-    let before = text.get(..offset).unwrap_or(text);
-    let mut header: Option<(String, bool)> = None;
-    for line in before.lines() {
-        let t = line.trim();
-        if let Some(inner) = t.strip_prefix("[[").and_then(|r| r.split("]]").next()) {
-            header = Some((inner.trim().to_string(), true));
-        } else if let Some(inner) = t.strip_prefix('[').and_then(|r| r.split(']').next()) {
-            header = Some((inner.trim().to_string(), false));
-        }
-    }
-    let mut key = match header {
-        Some((name, true)) => {
-            let count = before
-                .lines()
-                .filter(|l| {
-                    l.trim()
-                        .strip_prefix("[[")
-                        .is_some_and(|r| r.split("]]").next().map(str::trim) == Some(name.as_str()))
-                })
-                .count();
-            format!("{name}[{}]", count.saturating_sub(1))
-        }
-        Some((name, false)) => name,
-        None => String::new(),
-    };
-    if let Some(field) = message
-        .strip_prefix("unknown field `")
-        .and_then(|r| r.split('`').next())
-    {
-        if !key.is_empty() {
-            key.push('.');
-        }
-        key.push_str(field);
-    }
-    if key.is_empty() {
-        "(syntax)".to_string()
-    } else {
-        key
-    }
-}
-
-fn line_of(text: &str, offset: usize) -> usize {
-    text.get(..offset)
-        .map_or(1, |t| t.matches('\n').count() + 1)
-}
-
-type ErrFn<'a> = dyn Fn(Option<std::ops::Range<usize>>, String, String) -> ConfigError + 'a;
-
-fn regex_of(
-    pattern: &str,
-    span: std::ops::Range<usize>,
-    key: String,
-    err: &ErrFn<'_>,
-) -> Result<regex::Regex, ConfigError> {
-    regex::Regex::new(pattern).map_err(|e| err(Some(span), key, format!("invalid regex: {e}")))
-}
-
-fn validate(
-    prefix: String,
-    raw: Section,
-    find: &Finder<'_>,
-    registry: &Registry,
-    err: &ErrFn<'_>,
-) -> Result<ValidSection, ConfigError> {
-    let mut processors = Vec::new();
-    for (i, p) in raw.processor.iter().enumerate() {
-        let span = p.span();
-        let p = p.get_ref();
-        let key = |k: &str| format!("processor[{i}].{k}");
-        if registry.lookup(&p.r#type, &p.href).is_none() {
-            return Err(err(
-                Some(span),
-                key("type"),
-                format!("no Language is registered for '{}'", p.r#type),
-            ));
-        }
-        if p.href.is_empty() {
-            return Err(err(
-                Some(span),
-                key("href"),
-                "href must not be empty".into(),
-            ));
-        }
-        let uri = match &p.uri {
-            Some(u) => Some(regex_of(
-                u,
-                field_span(find, &span, "uri"),
-                key("uri"),
-                err,
-            )?),
-            None => None,
-        };
-        processors.push(Processor {
-            pi: StylesheetPi {
-                href: p.href.clone(),
-                r#type: p.r#type.clone(),
-                ..Default::default()
-            },
-            when: When {
-                root: p.root.clone(),
-                doctype: p.doctype.clone(),
-                dtd: p.dtd.clone(),
-                uri,
-                style: p.style.clone(),
-                media: p.media.clone(),
-            },
-        });
-    }
-    let ua_styles = match &raw.user_agent_styles {
-        Some(list) => Some(
-            list.iter()
-                .enumerate()
-                .map(|(i, r)| {
-                    Ok(UaStyleRule {
-                        pattern: regex_of(
-                            &r.get_ref().pattern,
-                            r.span(),
-                            format!("user-agent-styles[{i}].pattern"),
-                            err,
-                        )?,
-                        style: r.get_ref().style.clone(),
-                    })
-                })
-                .collect::<Result<Vec<_>, ConfigError>>()?,
-        ),
-        None => None,
-    };
-    let media_rules = match &raw.media_rules {
-        Some(list) => Some(
-            list.iter()
-                .enumerate()
-                .map(|(i, r)| {
-                    let f = r.get_ref();
-                    if f.user_agent.is_none() && f.accept.is_none() {
-                        return Err(err(
-                            Some(r.span()),
-                            format!("media-rules[{i}]"),
-                            "a media rule needs user-agent and/or accept".into(),
-                        ));
-                    }
-                    Ok(MediaRule {
-                        user_agent: match &f.user_agent {
-                            Some(p) => Some(regex_of(
-                                p,
-                                r.span(),
-                                format!("media-rules[{i}].user-agent"),
-                                err,
-                            )?),
-                            None => None,
-                        },
-                        accept: f.accept.clone(),
-                        media: f.media.clone(),
-                    })
-                })
-                .collect::<Result<Vec<_>, ConfigError>>()?,
-        ),
-        None => None,
-    };
-    let types = match &raw.types {
-        Some(map) => {
-            let mut out = Vec::new();
-            for (mime, name) in map {
-                let lang = registry.by_name(name).ok_or_else(|| {
-                    err(
-                        find(&format!("{mime:?}"), 0),
-                        format!("types.{mime:?}"),
-                        format!("no Language named '{name}' is registered"),
-                    )
-                })?;
-                out.push((mime.clone(), LangRef(lang)));
-            }
-            Some(out)
-        }
-        None => None,
-    };
-    if let Some(ParamSetting::Word(w)) = &raw.params {
-        if w != "all" && w != "none" {
-            return Err(err(
-                None,
-                "params".into(),
-                format!("'{w}': use \"all\", \"none\" or a list of names"),
-            ));
-        }
-    }
-    let error_stylesheet = raw.error_stylesheet.as_ref().map(|s| StylesheetPi {
-        href: s.get_ref().clone(),
-        r#type: "text/xsl".into(),
-        ..Default::default()
-    });
-    let output_charset = match &raw.output_charset {
-        Some(c) if c.get_ref().eq_ignore_ascii_case("accept") => Some(OutputCharset::Accept),
-        Some(c) => Some(OutputCharset::Fixed(
-            encoding_rs::Encoding::for_label(c.get_ref().as_bytes()).ok_or_else(|| {
-                err(
-                    Some(c.span()),
-                    "output-charset".into(),
-                    format!("unknown charset '{}'", c.get_ref()),
-                )
-            })?,
-        )),
-        None => None,
-    };
-    Ok(ValidSection {
-        prefix,
-        raw,
-        processors,
-        ua_styles,
-        media_rules,
-        types,
-        error_stylesheet,
-        output_charset,
-    })
-}
-
 fn location_hash(l: &Location) -> ContentHash {
     let mut k = KeyBuilder::new("location");
     k.str(l.style.as_deref().unwrap_or("")).str(&l.media);
@@ -795,5 +440,7 @@ fn location_hash(l: &Location) -> ContentHash {
     k.finish_hash()
 }
 
+#[cfg(test)]
+mod doc_keys;
 #[cfg(test)]
 mod tests;

@@ -90,39 +90,252 @@ fn the_hash_changes_with_anything_that_changes_output() {
     );
 }
 
+/// The key, line and message of the error `text` gives.
+fn error(text: &str) -> (String, Option<usize>, String) {
+    match parse(text) {
+        Ok(_) => panic!("no error for {text:?}"),
+        Err(e) => (e.key, e.line, e.message),
+    }
+}
+
+/// Asserts the error's key and line, and that its message contains `says`.
+#[track_caller]
+fn assert_error(text: &str, key: &str, line: usize, says: &str) {
+    let (k, l, m) = error(text);
+    assert_eq!((k.as_str(), l), (key, Some(line)), "{m}\nin:\n{text}");
+    assert!(m.contains(says), "{m:?} does not say {says:?}");
+}
+
+const ROOT: &str = "[location.\"/\"]\nstyle = \"a\"\n";
+
 #[test]
 fn errors_name_the_key_and_line() {
-    let err = parse("[location.\"/\"]\nstyle = \"a\"\nstyel = \"b\"\n").unwrap_err();
-    assert_eq!(err.line, Some(3), "{err}");
-    assert_eq!(err.key, "location.\"/\".styel", "{err}");
-    assert!(err.message.contains("unknown field `styel`"), "{err}");
-
-    let err = parse("[location.\"/\"]\n\n[[location.\"/\".processor]]\ntype = \"text/xsl\"\nhref = \"/a.xsl\"\nuri = \"((\"\n")
-        .unwrap_err();
-    assert_eq!(err.key, "location.\"/\".processor[0].uri");
-    assert_eq!(err.line, Some(6), "the line of the uri key: {err}");
-
-    let err = parse(
-        "[location.\"/\"]\n[[location.\"/\".processor]]\ntype = \"text/x-nope\"\nhref = \"/a\"\n",
-    )
-    .unwrap_err();
-    assert!(err.message.contains("no Language"), "{err}");
-
-    let err = parse("[location.\"/\".types]\n\"text/x\" = \"nope\"\n").unwrap_err();
-    assert_eq!(
-        (err.key.as_str(), err.line),
-        ("location.\"/\".types.\"text/x\"", Some(2)),
-        "{err}"
+    assert_error(
+        "[location.\"/\"]\nstyle = \"a\"\nstyel = \"b\"\n",
+        "location.\"/\".styel",
+        3,
+        "unknown field `styel`",
     );
+    assert_error(
+        "[location.\"/\"]\n\n[[location.\"/\".processor]]\ntype = \"text/xsl\"\nhref = \"/a.xsl\"\nuri = \"((\"\n",
+        "location.\"/\".processor[0].uri",
+        6,
+        "invalid regex",
+    );
+    assert_error(
+        "[location.\"/\".types]\n\"text/x\" = \"nope\"\n",
+        "location.\"/\".types.\"text/x\"",
+        2,
+        "no Language named 'nope'",
+    );
+    assert_error(
+        "[location.\"docs\"]\n",
+        "location.docs",
+        1,
+        "starting with '/'",
+    );
+}
 
-    let err = parse("[location.\"/\"]\noutput-charset = \"klingon\"\n").unwrap_err();
-    assert!(err.message.contains("unknown charset"), "{err}");
+#[test]
+fn bad_values_name_their_key_not_the_section() {
+    let at_line_3 = |line: &str| format!("{ROOT}{line}\n");
+    for (line, key, says) in [
+        (
+            "order = \"sideways\"",
+            "order",
+            "unknown variant `sideways`",
+        ),
+        ("params = 5", "params", "untagged enum"),
+        ("params = [1]", "params", "untagged enum"),
+        ("params = \"some\"", "params", "\"all\", \"none\""),
+        ("passthru = \"yes\"", "passthru", "expected a boolean"),
+        ("style-key = 3", "style-key", "expected a string"),
+        ("style-cookie = false", "style-cookie", "expected a string"),
+        ("reset = 1", "reset", "expected a boolean"),
+        ("index = []", "index", "expected a string"),
+        ("trace = 5", "trace", "invalid type"),
+        (
+            "error-stylesheet = 5",
+            "error-stylesheet",
+            "expected a string",
+        ),
+        (
+            "output-charset = \"klingon\"",
+            "output-charset",
+            "unknown charset",
+        ),
+        ("types = 5", "types", "expected a map"),
+        (
+            "user-agent-styles = 5",
+            "user-agent-styles",
+            "expected a sequence",
+        ),
+        (
+            "user-agent-styles = [{ pattern = 3, style = \"x\" }]",
+            "user-agent-styles[0].pattern",
+            "expected a string",
+        ),
+        (
+            "user-agent-styles = [{ pattern = \"(\", style = \"x\" }]",
+            "user-agent-styles[0].pattern",
+            "invalid regex",
+        ),
+        (
+            "user-agent-styles = [{ pattern = \"a\" }]",
+            "user-agent-styles[0].style",
+            "missing field `style`",
+        ),
+        (
+            "media-rules = [{ user-agent = \"(\", media = \"tv\" }]",
+            "media-rules[0].user-agent",
+            "invalid regex",
+        ),
+        (
+            "media-rules = [{ accept = \"x\", media = \"tv\", bogus = 1 }]",
+            "media-rules[0].bogus",
+            "unknown field `bogus`",
+        ),
+        (
+            "media-rules = [{ accept = \"x\" }]",
+            "media-rules[0].media",
+            "missing field `media`",
+        ),
+        (
+            "media-rules = [{ media = \"tv\" }]",
+            "media-rules[0]",
+            "user-agent and/or accept",
+        ),
+        (
+            "processor = [{ type = \"text/xsl\" }]",
+            "processor[0].href",
+            "missing field `href`",
+        ),
+    ] {
+        assert_error(&at_line_3(line), &format!("location.\"/\".{key}"), 3, says);
+    }
+}
 
-    let err = parse("[location.\"docs\"]\n").unwrap_err();
-    assert!(err.message.contains("starting with '/'"), "{err}");
+#[test]
+fn errors_in_rules_on_later_lines_name_that_line() {
+    assert_error(
+        "[location.\"/\"]\nuser-agent-styles = [\n  { pattern = \"a\", style = \"x\" },\n  { pattern = \"(\", style = \"y\" },\n]\n",
+        "location.\"/\".user-agent-styles[1].pattern",
+        4,
+        "invalid regex",
+    );
+    assert_error(
+        "[location.\"/\"]\nmedia-rules = [\n  { accept = \"wml\", media = \"handheld\" },\n\n  { user-agent = \"[\", media = \"tv\" },\n]\n",
+        "location.\"/\".media-rules[1].user-agent",
+        5,
+        "invalid regex",
+    );
+}
 
-    let err = parse("[location.\"/\"]\nparams = \"some\"\n").unwrap_err();
-    assert!(err.message.contains("\"all\", \"none\""), "{err}");
+#[test]
+fn processor_errors_name_the_entry_and_field() {
+    let two = |second: &str| {
+        format!(
+            "[location.\"/a\"]\n\n[[location.\"/a\".processor]]\ntype = \"text/xsl\"\nhref = \"/a.xsl\"\n\n[[location.\"/a\".processor]]\n{second}"
+        )
+    };
+    let p1 = "location.\"/a\".processor[1]";
+    assert_error(
+        &two("type = \"text/x-nope\"\nhref = \"/b.xsl\"\n"),
+        &format!("{p1}.type"),
+        8,
+        "no Language is registered for 'text/x-nope'",
+    );
+    assert_error(
+        &two("type = 5\nhref = \"/b.xsl\"\n"),
+        &format!("{p1}.type"),
+        8,
+        "expected a string",
+    );
+    assert_error(
+        &two("type = \"text/xsl\"\nhref = \"\"\n"),
+        &format!("{p1}.href"),
+        9,
+        "must not be empty",
+    );
+    assert_error(
+        &two("type = \"text/xsl\"\nhref = \"/b.xsl\"\nroot = 1\n"),
+        &format!("{p1}.root"),
+        10,
+        "expected a string",
+    );
+    assert_error(
+        &two("type = \"text/xsl\"\nhref = \"/b.xsl\"\nmdia = \"tv\"\n"),
+        &format!("{p1}.mdia"),
+        10,
+        "unknown field `mdia`",
+    );
+    assert_error(
+        &two("type = \"text/xsl\"\n"),
+        &format!("{p1}.href"),
+        7,
+        "missing field `href`",
+    );
+}
+
+#[test]
+fn a_key_is_found_in_its_own_section_not_where_it_first_appears() {
+    assert_error(
+        "[location.\"/a\".types]\n\"text/x\" = \"xslt\"\n\n[location.\"/b\".types]\n\"text/x\" = \"nope\"\n",
+        "location.\"/b\".types.\"text/x\"",
+        5,
+        "no Language named 'nope'",
+    );
+    assert_error(
+        "# \"/\" is the whole site\n[location.\"/\"]\nparams = \"some\"\n",
+        "location.\"/\".params",
+        3,
+        "\"all\", \"none\"",
+    );
+}
+
+#[test]
+fn top_level_and_syntax_errors() {
+    assert_error("bogus = 1\n", "bogus", 1, "unknown field `bogus`");
+    assert_error("location = 5\n", "location", 1, "expected a map");
+    assert_error(
+        "[location]\n\"/\" = 5\n",
+        "location.\"/\"",
+        2,
+        "invalid type",
+    );
+    let (key, line, _) = error("[location.\"/\"]\nstyle = \n");
+    assert_eq!((key.as_str(), line), ("location.\"/\"", Some(2)));
+    let (key, line, _) = error("[location.\"/\"\n");
+    assert_eq!((key.as_str(), line), ("location.\"/\"", Some(1)));
+    let (key, line, _) = error("x = = 1\n");
+    assert_eq!((key.as_str(), line), ("(syntax)", Some(1)));
+}
+
+#[test]
+fn the_error_display_is_file_line_key_message() {
+    let err = parse(&format!("{ROOT}order = \"sideways\"\n")).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "axle.toml:3: location.\"/\".order: unknown variant `sideways`, expected one of `fallback`, `instead`, `before`, `after`"
+    );
+    let no_line = ConfigError { line: None, ..err };
+    assert!(no_line.to_string().starts_with("axle.toml: location"));
+}
+
+#[test]
+fn an_empty_error_stylesheet_turns_the_inherited_one_off() {
+    let site = parse(
+        "[location.\"/\"]\nerror-stylesheet = \"/e.xsl\"\n[location.\"/plain\"]\nerror-stylesheet = \"\"\n",
+    )
+    .unwrap();
+    assert_eq!(
+        site.location("/x.xml")
+            .error_stylesheet
+            .as_ref()
+            .map(|p| p.href.as_str()),
+        Some("/e.xsl")
+    );
+    assert!(site.location("/plain/x.xml").error_stylesheet.is_none());
 }
 
 #[test]

@@ -1,0 +1,86 @@
+//! The `axle.toml` file format as serde reads it: one struct per kind of
+//! table, before validation. The field names here are the keys users write
+//! (`rename_all = "kebab-case"`), and `docs/configuration.md` documents
+//! exactly these: a test collects the fields serde asks for and compares.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FileFormat {
+    #[serde(default)]
+    pub(super) location: BTreeMap<String, Section>,
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub(super) struct Section {
+    pub(super) style: Option<String>,
+    pub(super) media: Option<String>,
+    pub(super) order: Option<OrderWord>,
+    pub(super) reset: Option<bool>,
+    pub(super) passthru: Option<bool>,
+    pub(super) params: Option<ParamSetting>,
+    pub(super) index: Option<String>,
+    pub(super) directories: Option<bool>,
+    pub(super) xinclude: Option<bool>,
+    pub(super) trace: Option<PathBuf>,
+    pub(super) error_stylesheet: Option<String>,
+    pub(super) output_charset: Option<String>,
+    pub(super) style_key: Option<String>,
+    pub(super) style_cookie: Option<String>,
+    pub(super) path_info: Option<bool>,
+    pub(super) suffix: Option<bool>,
+    pub(super) user_agent_styles: Option<Vec<UaStyle>>,
+    pub(super) media_rules: Option<Vec<MediaRuleFormat>>,
+    pub(super) types: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    pub(super) processor: Vec<ProcessorFormat>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(super) enum OrderWord {
+    Fallback,
+    Instead,
+    Before,
+    After,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub(super) enum ParamSetting {
+    Word(String),
+    List(Vec<String>),
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct UaStyle {
+    pub(super) pattern: String,
+    pub(super) style: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub(super) struct MediaRuleFormat {
+    pub(super) user_agent: Option<String>,
+    pub(super) accept: Option<String>,
+    pub(super) media: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ProcessorFormat {
+    pub(super) r#type: String,
+    pub(super) href: String,
+    pub(super) root: Option<String>,
+    pub(super) doctype: Option<String>,
+    pub(super) dtd: Option<String>,
+    pub(super) uri: Option<String>,
+    pub(super) style: Option<String>,
+    pub(super) media: Option<String>,
+}
