@@ -97,7 +97,7 @@ enum Command {
         #[arg(long)]
         config: Option<PathBuf>,
         /// The document root the configuration's hrefs resolve against
-        /// [default: as for `serve`].
+        /// [default: the directory of --config, else as for `serve`].
         #[arg(long)]
         root: Option<PathBuf>,
     },
@@ -172,7 +172,18 @@ fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
-        Command::Check { config, root } => check(config, root.unwrap_or_else(default_root)),
+        Command::Check { config, root } => {
+            // An axle.toml lives in the root it configures.
+            let root = root
+                .or_else(|| {
+                    config
+                        .as_ref()
+                        .and_then(|c| c.parent())
+                        .map(Path::to_path_buf)
+                })
+                .unwrap_or_else(default_root);
+            check(config, root)
+        }
         Command::Serve {
             root,
             listen,
@@ -243,9 +254,24 @@ fn check(config: Option<PathBuf>, root: PathBuf) -> Result<(), String> {
     };
     let site =
         axle::site::SiteConfig::load(&path, Registry::default()).map_err(|e| e.to_string())?;
-    let _ = site;
-    println!("axle: {} is valid", path.display());
-    Ok(())
+    let problems = site.check_references(&root);
+    if problems.is_empty() {
+        println!(
+            "axle: {} is valid for the root {}",
+            path.display(),
+            root.display()
+        );
+        return Ok(());
+    }
+    for problem in &problems {
+        eprintln!("axle: {problem}");
+    }
+    Err(format!(
+        "{} names {} stylesheet(s) that cannot be used under the root {}",
+        path.display(),
+        problems.len(),
+        root.display()
+    ))
 }
 
 /// How `render` found its root, for messages.

@@ -51,6 +51,11 @@ pub async fn serve_with(
         Some(path) => SiteConfig::load(&path, registry.clone()).map_err(std::io::Error::other)?,
         None => SiteConfig::defaults(registry.clone()),
     };
+    // A stylesheet the configuration names may be deployed later: say so,
+    // but serve (`axle check` refuses it).
+    for problem in site.check_references(&config.root) {
+        tracing::warn!(%problem, "the configuration names a stylesheet that cannot be used");
+    }
     let app = App::with_site(config, registry, site)?;
     let listener = first_listener(config.listen, config.reuse_port)?;
     let addr: SocketAddr = listener.local_addr()?;

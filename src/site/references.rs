@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::{ConfigError, SiteConfig};
 use crate::cache::Fingerprints;
-use crate::chain::resolve_href;
+use crate::href::resolve_href;
 use crate::provider::{ProviderError, confine};
 
 /// A file a section names, and where.

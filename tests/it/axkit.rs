@@ -352,10 +352,14 @@ async fn nested_locations_run_the_innermost_processors_first_and_reset_drops_inh
     }
 }
 
-/// Runs `axle check --config FILE` on `text`; returns (success, stdout, stderr).
+/// Runs `axle check --config FILE` on `text` (the root: FILE's directory,
+/// which has the stylesheet `/s/upper.xsl`); returns (success, stdout,
+/// stderr).
 fn check(dir: &Path, name: &str, text: &str) -> (bool, String, String) {
     let file = dir.join(name);
     std::fs::write(&file, text).unwrap();
+    std::fs::create_dir_all(dir.join("s")).unwrap();
+    std::fs::write(dir.join("s/upper.xsl"), "<stylesheet/>").unwrap();
     let out = axle()
         .arg("check")
         .arg("--config")
@@ -367,6 +371,52 @@ fn check(dir: &Path, name: &str, text: &str) -> (bool, String, String) {
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
+}
+
+/// `axle check` finds the root's axle.toml without --config, and refuses a
+/// configuration naming a stylesheet that is not under the root, with the
+/// key and line of each.
+#[test]
+fn axle_check_finds_the_roots_file_and_refuses_missing_stylesheets() {
+    let site = TestSite::new();
+    let run = |args: &[&str]| {
+        let out = axle()
+            .args(["check", "--root"])
+            .arg(&site.root)
+            .args(args)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        (out.status.success(), text)
+    };
+    let (ok, text) = run(&[]);
+    assert!(!ok && text.contains("axle.toml does not exist"), "{text}");
+    site.write(
+        "axle.toml",
+        "[location.\"/\"]\nerror-stylesheet = \"/s/upper.xsl\"\n\n\
+         [[location.\"/docs\".processor]]\ntype = \"text/xsl\"\nhref = \"/s/missing.xsl\"\n\n\
+         [[location.\"/docs\".processor]]\ntype = \"text/xsl\"\nhref = \"/../secret.txt\"\n",
+    );
+    let (ok, text) = run(&[]);
+    assert!(!ok, "{text}");
+    assert!(
+        text.contains("axle.toml:6: location.\"/docs\".processor[0].href"),
+        "{text}"
+    );
+    assert!(
+        text.contains("axle.toml:10: location.\"/docs\".processor[1].href"),
+        "{text}"
+    );
+    assert!(text.contains("2 stylesheet(s)"), "{text}");
+    assert!(!text.contains("error-stylesheet"), "it exists: {text}");
+    site.write("s/missing.xsl", "<x/>");
+    site.write(
+        "axle.toml",
+        "[[location.\"/docs\".processor]]\ntype = \"text/xsl\"\nhref = \"/s/missing.xsl\"\n",
+    );
+    let (ok, text) = run(&[]);
+    assert!(ok && text.contains("is valid"), "{text}");
 }
 
 #[test]

@@ -126,10 +126,7 @@ async fn stock_stylesheets_compile_and_transform() {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_readmes_render_command_works_from_a_checkout() {
     let checkout = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let out = crate::support::axle_ok(
-        checkout,
-        ["render", "samples/articles/xml-pipelines.xml"],
-    );
+    let out = crate::support::axle_ok(checkout, ["render", "samples/articles/xml-pipelines.xml"]);
     let server = TestServer::start(&samples(), CacheMode::Off).await;
     let served = server.get("/articles/xml-pipelines.xml").await;
     assert_eq!(out, served.body);
