@@ -6,6 +6,7 @@
 
 use super::*;
 use proptest::prelude::*;
+use std::sync::Arc;
 
 /// `xsl` compiled (a test failure if it does not compile).
 fn compiled(xsl: &str) -> Arc<Stylesheet> {

@@ -2,7 +2,8 @@
 //! error capture, security refusals, limits, params and hand-off faithfulness.
 
 use super::*;
-use std::sync::Mutex;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 
 /// Serves files from an in-memory map and records what was asked for.
 #[derive(Default)]
