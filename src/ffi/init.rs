@@ -7,6 +7,7 @@
 //! faster definitions are the ones libxslt calls.
 
 use std::ffi::c_void;
+use std::fmt;
 use std::os::raw::{c_char, c_int};
 use std::ptr;
 use std::sync::Once;
@@ -108,4 +109,60 @@ unsafe extern "C" fn read_network_check(
 ) -> c_int {
     let url = opt_string(value).unwrap_or_default();
     c_int::from(url.starts_with(INTERNAL_SCHEME))
+}
+
+/// The versions of the XML libraries the process runs with: those of the
+/// shared libraries loaded, which may be newer than the headers Axle was
+/// built against. Each is `major.minor.patch`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LibraryVersions {
+    /// libxml2's, from its `xmlParserVersion` ("20914" is 2.9.14).
+    pub libxml2: String,
+    /// libxslt's, from its `xsltLibxsltVersion` (10135 is 1.1.35).
+    pub libxslt: String,
+    /// libexslt's, from its `exsltLibexsltVersion` (820 is 0.8.20).
+    pub libexslt: String,
+}
+
+impl fmt::Display for LibraryVersions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "libxml2 {}, libxslt {}, libexslt {}",
+            self.libxml2, self.libxslt, self.libexslt
+        )
+    }
+}
+
+/// The runtime versions of libxml2, libxslt and libexslt.
+pub fn library_versions() -> LibraryVersions {
+    init();
+    // SAFETY: after init; the shim returns libxml2's static version string
+    // (or NULL), which opt_string copies; the two ints are constants the
+    // libraries export.
+    let (xml, xslt, exslt) = unsafe {
+        (
+            opt_string(sys::shim_xml_parser_version()),
+            sys::xsltLibxsltVersion,
+            sys::exsltLibexsltVersion,
+        )
+    };
+    let libxml2 = match xml {
+        Some(text) => match text.trim().parse::<i64>() {
+            Ok(n) => dotted(n),
+            Err(_) => text,
+        },
+        None => "unknown".to_string(),
+    };
+    LibraryVersions {
+        libxml2,
+        libxslt: dotted(i64::from(xslt)),
+        libexslt: dotted(i64::from(exslt)),
+    }
+}
+
+/// libxml2's encoding of a version as a number, `major * 10000 + minor *
+/// 100 + patch`, as `major.minor.patch`.
+pub(super) fn dotted(n: i64) -> String {
+    format!("{}.{}.{}", n / 10_000, n / 100 % 100, n % 100)
 }

@@ -7,7 +7,8 @@
 //!   that forbid writing files, creating directories and all network
 //!   access, the template depth limit, and one external-entity loader
 //!   through which *every* file libxml2 or libxslt reads passes (imports,
-//!   includes, `document()`, DTDs, entities);
+//!   includes, `document()`, DTDs, entities); and the runtime library
+//!   versions ([`library_versions`]);
 //! - [`XmlDoc`] (`doc.rs`: an owned tree, `Send`), [`Stylesheet`]
 //!   (`stylesheet.rs`: compiled once, shared across threads, `Send + Sync`;
 //!   each transform runs on a compiled instance of its own, as libxml2
@@ -44,7 +45,10 @@ mod transform;
 pub use doc::XmlDoc;
 pub use dtd::{DoctypeIds, set_shared_dtds};
 pub use errors::{XmlError, axle_error_sink, axle_structured_sink};
-pub use init::{INTERNAL_SCHEME, init, str_equal_is_ours, xslt_elements_are_shared};
+pub use init::{
+    INTERNAL_SCHEME, LibraryVersions, init, library_versions, str_equal_is_ours,
+    xslt_elements_are_shared,
+};
 pub use raw_prolog::{RawProlog, prolog_via_libxml};
 pub use resolve::{Loaded, RefuseAll, Resolver};
 pub use result::ResultDoc;

@@ -782,3 +782,24 @@ fn element_available_answers_as_xsltproc_with_the_xslt_elements_registered_once(
     .unwrap_err();
     assert!(err.to_string().contains("stop here"), "{err}");
 }
+
+#[test]
+fn library_versions_are_the_running_libraries_dotted() {
+    assert_eq!(init::dotted(20914), "2.9.14");
+    assert_eq!(init::dotted(10135), "1.1.35");
+    assert_eq!(init::dotted(820), "0.8.20");
+    let versions = library_versions();
+    let dotted = regex::Regex::new(r"^\d+\.\d+\.\d+$").unwrap();
+    for version in [&versions.libxml2, &versions.libxslt, &versions.libexslt] {
+        assert!(dotted.is_match(version), "{versions}");
+    }
+    assert!(versions.libxml2.starts_with("2."), "{versions}");
+    assert!(versions.libxslt.starts_with("1."), "{versions}");
+    assert_eq!(
+        versions.to_string(),
+        format!(
+            "libxml2 {}, libxslt {}, libexslt {}",
+            versions.libxml2, versions.libxslt, versions.libexslt
+        )
+    );
+}
