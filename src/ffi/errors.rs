@@ -1,7 +1,8 @@
 //! Per-thread error capture: libxml2 and libxslt report through callbacks
 //! (the shim formats their variadic messages) into a buffer of the calling
 //! thread, never to stderr, and each operation turns what was captured into
-//! an [`XmlError`].
+//! an [`XmlError`]. libxslt's advice to raise its limits with `xsltproc`
+//! options, which Axle does not have, is reworded here ([`reword`]).
 
 use std::cell::{Cell, RefCell};
 use std::ffi::CStr;
@@ -71,14 +72,61 @@ pub(super) fn begin() {
     unsafe { sys::xmlResetLastError() };
 }
 
+/// The thread's captured messages (emptying the buffer), reworded.
 pub(super) fn take_messages() -> String {
-    ERRORS.with(|e| {
-        let mut text = std::mem::take(&mut *e.borrow_mut());
-        while text.ends_with('\n') {
-            text.pop();
+    let mut text = ERRORS.with(|e| std::mem::take(&mut *e.borrow_mut()));
+    while text.ends_with('\n') {
+        text.pop();
+    }
+    reword(&text)
+}
+
+/// libxslt's recursion errors end in advice for `xsltproc` users
+/// ("You can adjust xsltMaxDepth (--maxdepth) in order to raise ...
+/// (currently set to 3000).", likewise `--maxvars`): `(advice before the
+/// number, after it, what Axle says instead around the number)`.
+const ADVICE: &[(&str, &str, &str, &str)] = &[
+    (
+        " was detected.\nYou can adjust xsltMaxDepth (--maxdepth) in order to raise the maximum \
+         number of nested template calls and variables/params (currently set to ",
+        ").",
+        " was detected: it reached the limit of ",
+        " nested template calls and variables/params.",
+    ),
+    (
+        " was detected.\nYou can adjust maxTemplateVars (--maxvars) in order to raise the maximum \
+         number of variables/params (currently set to ",
+        ").",
+        " was detected: it reached the limit of ",
+        " variables/params.",
+    ),
+];
+
+/// `text` with libxslt's advice to use options Axle does not have replaced
+/// by the limit that was reached (see [`ADVICE`]). Anything else, and
+/// advice in another wording, is left as it is.
+pub(super) fn reword(text: &str) -> String {
+    let mut out = text.to_string();
+    for (before, after, said_before, said_after) in ADVICE {
+        let mut from = 0;
+        while let Some(found) = out[from..].find(before) {
+            let start = from + found;
+            let digits_at = start + before.len();
+            let digits = out[digits_at..]
+                .bytes()
+                .take_while(u8::is_ascii_digit)
+                .count();
+            let end = digits_at + digits;
+            if digits == 0 || !out[end..].starts_with(after) {
+                from = digits_at;
+                continue;
+            }
+            let replacement = format!("{said_before}{}{said_after}", &out[digits_at..end]);
+            out.replace_range(start..end + after.len(), &replacement);
+            from = start + replacement.len();
         }
-        text
-    })
+    }
+    out
 }
 
 /// Called by the shim with each formatted libxml2/libxslt message.
