@@ -3,7 +3,7 @@
 //! the measured design in `research/xslt-binding.md` (shared folder).
 //!
 //! What it owns:
-//! - process-wide set-up ([`init`], in `init.rs`): EXSLT, security prefs
+//! - process-wide set-up ([`init()`], in `init.rs`): EXSLT, security prefs
 //!   that forbid writing files, creating directories and all network
 //!   access, the template depth limit, and one external-entity loader
 //!   through which *every* file libxml2 or libxslt reads passes (imports,

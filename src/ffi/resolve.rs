@@ -2,7 +2,7 @@
 //!
 //! Every load (imports, includes, `document()`, DTDs, external entities,
 //! XInclude) reaches either the external-entity loader or the input
-//! callbacks installed by [`super::init`]; both ask the resolver installed
+//! callbacks installed by [`super::init()`]; both ask the resolver installed
 //! for the current thread ([`ResolverGuard`]) for the bytes, so what may be
 //! read, and recording what was, stay in safe code above `ffi`.
 
