@@ -682,3 +682,9 @@ void xsltRegisterAllElement(xsltTransformContextPtr ctxt) {
 int shim_xslt_elements_are_shared(void) {
     return dlsym(RTLD_DEFAULT, "xsltRegisterAllElement") == (void *)xsltRegisterAllElement;
 }
+
+/* The running libxml2's version string ("20914" for 2.9.14). xmlParserVersion
+ * is a macro over a per-thread accessor in thread-enabled builds and a plain
+ * variable otherwise (and in later releases); reading it here follows
+ * whichever the headers say. */
+const char *shim_xml_parser_version(void) { return xmlParserVersion; }

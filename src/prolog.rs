@@ -27,8 +27,25 @@
 //! processing instructions after the root element are never seen. Name
 //! characters are checked for ASCII only (any non-ASCII character is accepted
 //! in a name).
+//!
+//! Layout: this file has the scanner itself (the walk from the first byte
+//! to the root start tag); `chars` the character classes and byte searches
+//! it is built from; `pseudo` the pseudo-attribute syntax of the XML
+//! declaration and `xml-stylesheet` PIs, with the references in their
+//! values.
+
+mod chars;
+mod pseudo;
+
+pub use pseudo::parse_stylesheet_pi;
 
 use std::str;
+
+use chars::{
+    check_signature, find_bytes, first_control_char, is_ascii_name, is_pubid_byte, is_utf8_name,
+    is_ws, name_len,
+};
+use pseudo::{PseudoAttrs, Unescape, unescape};
 
 /// The namespace that the `xml` prefix is bound to by definition.
 const XML_NAMESPACE: &str = "http://www.w3.org/XML/1998/namespace";
@@ -197,298 +214,6 @@ pub fn scan(bytes: &[u8]) -> Result<Prolog, ScanError> {
         ));
     }
     Ok(prolog)
-}
-
-/// Parse the data of one `xml-stylesheet` PI (the text after the target, e.g.
-/// `href="a.xsl" type="text/xsl"`).
-///
-/// Returns `None` when `href` or `type` is missing or empty, when a known
-/// pseudo-attribute appears twice, or when the pseudo-attribute syntax is
-/// broken (including a value with `<` or a reference other than a character
-/// reference or one of the five predefined entities). Unknown
-/// pseudo-attributes are ignored. The libxml2 fallback path calls this with
-/// PI data it extracted itself.
-#[must_use]
-pub fn parse_stylesheet_pi(data: &str) -> Option<StylesheetPi> {
-    let mut href = None;
-    let mut r#type = None;
-    let mut title = None;
-    let mut media = None;
-    let mut charset = None;
-    let mut alternate = None;
-    for attr in PseudoAttrs::new(data) {
-        let (name, raw) = attr?;
-        let slot = match name {
-            "href" => &mut href,
-            "type" => &mut r#type,
-            "title" => &mut title,
-            "media" => &mut media,
-            "charset" => &mut charset,
-            "alternate" => &mut alternate,
-            _ => continue,
-        };
-        if slot.is_some() {
-            return None;
-        }
-        *slot = Some(unescape(raw, false).ok()?);
-    }
-    Some(StylesheetPi {
-        href: href.filter(|h| !h.is_empty())?,
-        r#type: r#type.filter(|t| !t.is_empty())?,
-        title,
-        media,
-        charset,
-        alternate: alternate.as_deref() == Some("yes"),
-    })
-}
-
-/// Refuse input that is visibly not in an 8-bit encoding compatible with
-/// ASCII (byte order marks and the `<` / `<?` patterns of UTF-16 and UTF-32,
-/// EBCDIC's `<?xm`).
-fn check_signature(bytes: &[u8]) -> Result<(), ScanError> {
-    if bytes.starts_with(b"\xFE\xFF") || bytes.starts_with(b"\xFF\xFE") {
-        return Err(ScanError::Unsupported("a UTF-16 or UTF-32 byte order mark"));
-    }
-    // No XML document in an ASCII-compatible encoding has a NUL byte, and
-    // UTF-16/UTF-32 text always has one in its first four bytes.
-    if bytes.iter().take(4).any(|&b| b == 0) {
-        return Err(ScanError::Unsupported("UTF-16 or UTF-32 input"));
-    }
-    if bytes.starts_with(b"\x4C\x6F\xA7\x94") {
-        return Err(ScanError::Unsupported("EBCDIC input"));
-    }
-    Ok(())
-}
-
-/// The position of the first byte below 0x20 that is not white space (such
-/// characters are not allowed in XML 1.0).
-fn first_control_char(bytes: &[u8]) -> Option<usize> {
-    let control = |b: u8| b < 0x20 && !is_ws(b);
-    // A test without early exit per chunk vectorizes; most input has none.
-    let clean = bytes
-        .chunks(64)
-        .all(|chunk| !chunk.iter().fold(false, |found, &b| found | control(b)));
-    if clean {
-        None
-    } else {
-        bytes.iter().position(|&b| control(b))
-    }
-}
-
-fn is_utf8_name(encoding: &str) -> bool {
-    encoding.eq_ignore_ascii_case("UTF-8") || encoding.eq_ignore_ascii_case("UTF8")
-}
-
-fn is_ascii_name(encoding: &str) -> bool {
-    encoding.eq_ignore_ascii_case("US-ASCII") || encoding.eq_ignore_ascii_case("ASCII")
-}
-
-/// XML white space.
-fn is_ws(b: u8) -> bool {
-    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
-}
-
-/// A byte that may start an XML name (any non-ASCII byte is accepted).
-fn is_name_start(b: u8) -> bool {
-    b.is_ascii_alphabetic() || b == b'_' || b == b':' || b >= 0x80
-}
-
-/// A byte that may continue an XML name.
-fn is_name_byte(b: u8) -> bool {
-    is_name_start(b) || b.is_ascii_digit() || b == b'-' || b == b'.'
-}
-
-/// The length of the XML name at the start of `bytes` (0 when there is none).
-fn name_len(bytes: &[u8]) -> usize {
-    match bytes.first() {
-        Some(&b) if is_name_start(b) => bytes.iter().take_while(|&&b| is_name_byte(b)).count(),
-        _ => 0,
-    }
-}
-
-/// Whether all of `s` is one XML name.
-fn is_name(s: &str) -> bool {
-    !s.is_empty() && name_len(s.as_bytes()) == s.len()
-}
-
-/// A character allowed by XML 1.0's `Char` production.
-fn is_xml_char(c: char) -> bool {
-    matches!(c, '\t' | '\n' | '\r' | '\u{20}'..='\u{D7FF}' | '\u{E000}'..='\u{FFFD}' | '\u{10000}'..)
-}
-
-/// A character allowed in a public identifier.
-fn is_pubid_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b" \r\n-'()+,./:=?;!*#@$_%".contains(&b)
-}
-
-/// The first occurrence of `pat` (which must not be empty) in `hay`.
-fn find_bytes(hay: &[u8], pat: &[u8]) -> Option<usize> {
-    let (&first, tail) = pat.split_first()?;
-    let mut from = 0;
-    loop {
-        let at = from + hay.get(from..)?.iter().position(|&b| b == first)?;
-        if hay.get(at + 1..)?.starts_with(tail) {
-            return Some(at);
-        }
-        from = at + 1;
-    }
-}
-
-/// Why a value could not be unescaped.
-#[derive(Debug, PartialEq, Eq)]
-enum Unescape {
-    /// A `<`, a `&` that does not start a reference, or a bad character
-    /// reference.
-    Broken,
-    /// A reference to an entity that only a DTD could define.
-    UnknownEntity,
-}
-
-/// Expand the predefined entities and character references in `raw`, and
-/// normalize line ends (`\r\n` and `\r` become `\n`). With `attribute`, also
-/// normalize white space as XML does for attribute values (each literal tab,
-/// line end or `\r\n` becomes one space).
-fn unescape(raw: &str, attribute: bool) -> Result<String, Unescape> {
-    let bytes = raw.as_bytes();
-    let next_special = |from: usize| {
-        let rest = bytes.get(from..)?;
-        let at = rest
-            .iter()
-            .position(|&b| matches!(b, b'&' | b'<' | b'\r' | b'\n' | b'\t'))?;
-        Some(from + at)
-    };
-    let Some(first) = next_special(0) else {
-        return Ok(raw.to_owned());
-    };
-    let piece = |from: usize, to: usize| raw.get(from..to).ok_or(Unescape::Broken);
-    let mut out = String::with_capacity(raw.len());
-    let mut done = 0;
-    let mut special = Some(first);
-    while let Some(at) = special {
-        out.push_str(piece(done, at)?);
-        done = at + 1;
-        match bytes.get(at) {
-            Some(b'&') => {
-                let end = next_byte(bytes, done, b';').ok_or(Unescape::Broken)?;
-                out.push(expand_reference(piece(done, end)?)?);
-                done = end + 1;
-            }
-            Some(&end @ (b'\r' | b'\n')) => {
-                if end == b'\r' && bytes.get(done) == Some(&b'\n') {
-                    done += 1;
-                }
-                out.push(if attribute { ' ' } else { '\n' });
-            }
-            Some(b'\t') => out.push(if attribute { ' ' } else { '\t' }),
-            _ => return Err(Unescape::Broken), // '<'
-        }
-        special = next_special(done);
-    }
-    out.push_str(piece(done, raw.len())?);
-    Ok(out)
-}
-
-/// Where `byte` next occurs in `bytes`, from `from` on.
-fn next_byte(bytes: &[u8], from: usize, byte: u8) -> Option<usize> {
-    let at = bytes.get(from..)?.iter().position(|&b| b == byte)?;
-    Some(from + at)
-}
-
-/// The end of the white space that starts at `from` in `bytes`.
-fn skip_ws_from(bytes: &[u8], from: usize) -> usize {
-    from + bytes
-        .get(from..)
-        .unwrap_or_default()
-        .iter()
-        .take_while(|&&b| is_ws(b))
-        .count()
-}
-
-/// The character that `&reference;` stands for.
-fn expand_reference(reference: &str) -> Result<char, Unescape> {
-    let (digits, radix) = match reference.strip_prefix('#') {
-        Some(hex) if hex.starts_with('x') => (hex.get(1..).unwrap_or_default(), 16),
-        Some(decimal) => (decimal, 10),
-        None => {
-            return match reference {
-                "amp" => Ok('&'),
-                "lt" => Ok('<'),
-                "gt" => Ok('>'),
-                "quot" => Ok('"'),
-                "apos" => Ok('\''),
-                _ if is_name(reference) => Err(Unescape::UnknownEntity),
-                _ => Err(Unescape::Broken),
-            };
-        }
-    };
-    if digits.is_empty() {
-        return Err(Unescape::Broken);
-    }
-    let mut code: u32 = 0;
-    for d in digits.chars() {
-        let digit = d.to_digit(radix).ok_or(Unescape::Broken)?;
-        code = code
-            .checked_mul(radix)
-            .and_then(|c| c.checked_add(digit))
-            .ok_or(Unescape::Broken)?;
-    }
-    char::from_u32(code)
-        .filter(|&c| is_xml_char(c))
-        .ok_or(Unescape::Broken)
-}
-
-/// An iterator over the `name="value"` pairs of PI data (an XML declaration
-/// or an `xml-stylesheet` PI), yielding the raw values. It yields `None` once
-/// after broken syntax and then stops.
-struct PseudoAttrs<'a> {
-    data: &'a str,
-    pos: usize,
-    done: bool,
-}
-
-impl<'a> PseudoAttrs<'a> {
-    fn new(data: &'a str) -> Self {
-        PseudoAttrs {
-            data,
-            pos: 0,
-            done: false,
-        }
-    }
-
-    fn parse_next(&mut self) -> Option<(&'a str, &'a str)> {
-        let bytes = self.data.as_bytes();
-        let start = skip_ws_from(bytes, self.pos);
-        if self.pos > 0 && start == self.pos {
-            return None; // two pseudo-attributes without space between
-        }
-        let name_end = start + name_len(bytes.get(start..)?);
-        let name = self.data.get(start..name_end).filter(|n| !n.is_empty())?;
-        let equals = skip_ws_from(bytes, name_end);
-        if bytes.get(equals) != Some(&b'=') {
-            return None;
-        }
-        let open = skip_ws_from(bytes, equals + 1);
-        let quote = bytes
-            .get(open)
-            .copied()
-            .filter(|&q| q == b'"' || q == b'\'')?;
-        let close = next_byte(bytes, open + 1, quote)?;
-        self.pos = close + 1;
-        Some((name, self.data.get(open + 1..close)?))
-    }
-}
-
-impl<'a> Iterator for PseudoAttrs<'a> {
-    type Item = Option<(&'a str, &'a str)>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.done || skip_ws_from(self.data.as_bytes(), self.pos) >= self.data.len() {
-            return None;
-        }
-        let attr = self.parse_next();
-        self.done = attr.is_none();
-        Some(attr)
-    }
 }
 
 /// A cursor over the input. `pos` never exceeds `bytes.len()`.

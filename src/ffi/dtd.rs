@@ -16,7 +16,8 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use super::{Loaded, Resolver, ResolverGuard, sys};
+use super::resolve::ResolverGuard;
+use super::{Loaded, Resolver, sys};
 
 /// Templates kept at most (distinct DTDs in use; a parsed DocBook 3.1.7 or
 /// 4.1.2 DTD holds about 4 MiB of libxml2's heap).

@@ -124,11 +124,15 @@ unsafe extern "C" {
         ctxt: *mut xsltTransformContext,
     ) -> c_int;
     pub static mut xsltMaxDepth: c_int;
+    /// The running libxslt's version, as 10135 for 1.1.35.
+    pub static xsltLibxsltVersion: c_int;
 }
 
 #[link(name = "exslt")]
 unsafe extern "C" {
     pub fn exsltRegisterAll();
+    /// The running libexslt's version, as 823 for 0.8.23.
+    pub static exsltLibexsltVersion: c_int;
 }
 
 // csrc/shim.c
@@ -204,4 +208,5 @@ unsafe extern "C" {
     pub fn shim_str_equal_is_ours() -> c_int;
     pub fn shim_share_xslt_elements();
     pub fn shim_xslt_elements_are_shared() -> c_int;
+    pub fn shim_xml_parser_version() -> *const c_char;
 }

@@ -2,7 +2,8 @@
 //! error capture, security refusals, limits, params and hand-off faithfulness.
 
 use super::*;
-use std::sync::Mutex;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 
 /// Serves files from an in-memory map and records what was asked for.
 #[derive(Default)]
@@ -780,4 +781,96 @@ fn element_available_answers_as_xsltproc_with_the_xslt_elements_registered_once(
     )
     .unwrap_err();
     assert!(err.to_string().contains("stop here"), "{err}");
+}
+
+#[test]
+fn library_versions_are_the_running_libraries_dotted() {
+    assert_eq!(init::dotted(20914), "2.9.14");
+    assert_eq!(init::dotted(10135), "1.1.35");
+    assert_eq!(init::dotted(820), "0.8.20");
+    let versions = library_versions();
+    let dotted = regex::Regex::new(r"^\d+\.\d+\.\d+$").unwrap();
+    for version in [&versions.libxml2, &versions.libxslt, &versions.libexslt] {
+        assert!(dotted.is_match(version), "{versions}");
+    }
+    assert!(versions.libxml2.starts_with("2."), "{versions}");
+    assert!(versions.libxslt.starts_with("1."), "{versions}");
+    assert_eq!(
+        versions.to_string(),
+        format!(
+            "libxml2 {}, libxslt {}, libexslt {}",
+            versions.libxml2, versions.libxslt, versions.libexslt
+        )
+    );
+}
+
+#[test]
+fn endless_recursion_reports_the_limit_not_xsltproc_options() {
+    // On a 16 MiB stack, as the transform pool's threads have: 3000
+    // levels come close to overflowing a test thread's 2 MiB.
+    let err = std::thread::Builder::new()
+        .stack_size(16 << 20)
+        .spawn(|| {
+            run(
+                &xsl(
+                    r#"<xsl:template match="/"><xsl:call-template name="again"/></xsl:template>
+                       <xsl:template name="again"><xsl:call-template name="again"/></xsl:template>"#,
+                ),
+                "<doc/>",
+            )
+        })
+        .unwrap()
+        .join()
+        .unwrap()
+        .unwrap_err();
+    let XmlError::Transform(message) = &err else {
+        panic!("{err:?}");
+    };
+    assert!(
+        message.contains(
+            "A potential infinite template recursion was detected: it reached the limit of \
+             3000 nested template calls and variables/params."
+        ),
+        "{message}"
+    );
+    assert!(!message.contains("--maxdepth"), "{message}");
+    assert!(!message.contains("You can adjust"), "{message}");
+}
+
+#[test]
+fn libxslt_advice_on_limits_is_reworded_and_other_text_kept() {
+    let depth = "runtime error: file /s.xsl line 3 element call-template\n\
+        xsltApplySequenceConstructor: A potential infinite template recursion was detected.\n\
+        You can adjust xsltMaxDepth (--maxdepth) in order to raise the maximum number of \
+        nested template calls and variables/params (currently set to 200).\n";
+    assert_eq!(
+        errors::reword(depth),
+        "runtime error: file /s.xsl line 3 element call-template\n\
+         xsltApplySequenceConstructor: A potential infinite template recursion was detected: \
+         it reached the limit of 200 nested template calls and variables/params.\n"
+    );
+    let vars = "xsltApplyXSLTTemplate: A potential infinite template recursion was detected.\n\
+        You can adjust maxTemplateVars (--maxvars) in order to raise the maximum number of \
+        variables/params (currently set to 15000).";
+    assert_eq!(
+        errors::reword(vars),
+        "xsltApplyXSLTTemplate: A potential infinite template recursion was detected: \
+         it reached the limit of 15000 variables/params."
+    );
+    // Twice in one buffer; unknown or damaged text untouched.
+    assert_eq!(
+        errors::reword(&format!("{vars}\n{vars}"))
+            .matches("limit of 15000")
+            .count(),
+        2
+    );
+    for kept in [
+        "xsl:import : recursion detected on imported URL /a.xsl",
+        "A potential infinite template recursion was detected.\nYou can adjust xsltMaxDepth \
+         (--maxdepth) in order to raise the maximum number of nested template calls and \
+         variables/params (currently set to x).",
+        "",
+    ] {
+        assert_eq!(errors::reword(kept), kept);
+    }
 }

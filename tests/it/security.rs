@@ -284,13 +284,14 @@ async fn endless_template_recursion_is_500_at_the_depth_limit_and_the_server_sur
                 "{what}: {body}"
             );
             assert!(
-                body.contains("A potential infinite template recursion was detected."),
+                body.contains(
+                    "A potential infinite template recursion was detected: it reached the \
+                     limit of 3000 nested template calls"
+                ),
                 "{what}: {body}"
             );
-            assert!(
-                body.contains("maximum number of nested template calls"),
-                "{what}: {body}"
-            );
+            // libxslt's advice names an xsltproc option Axle does not have.
+            assert!(!body.contains("--maxdepth"), "{what}: {body}");
             assert_still_serving(&server, "/recursion.xml").await;
         }
     }

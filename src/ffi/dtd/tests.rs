@@ -4,7 +4,7 @@
 //! sections; and a template is dropped when a file of its DTD changes.
 
 use super::super::*;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// Serves files from an in-memory map that tests can change, and vouches
 /// for unchanged files by hash.

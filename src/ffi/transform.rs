@@ -1,0 +1,159 @@
+//! Running a transform: [`Limits`] (the budgets each transform gets) and
+//! [`Stylesheet::transform`], which leases a compiled instance, sets up a
+//! libxslt transform context (parse options, security prefs, error
+//! capture, limits) and hands back a [`ResultDoc`]; and quoting string
+//! parameters as XPath literals.
+
+use std::ffi::CString;
+use std::os::raw::{c_char, c_int};
+use std::ptr::{self, NonNull};
+use std::sync::Arc;
+
+use super::errors::{begin, take_messages};
+use super::init::SEC_PREFS;
+use super::resolve::ResolverGuard;
+use super::{DOC_OPTIONS, Resolver, ResultDoc, Stylesheet, XmlDoc, XmlError, c_string, sys};
+
+/// Budgets and settings for one transform.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Process XInclude in documents loaded by `document()` too.
+    pub xinclude: bool,
+    /// Nested sequence constructors before libxslt stops (`maxTemplateDepth`).
+    pub max_depth: u32,
+    /// Live template variables before libxslt stops (`maxTemplateVars`).
+    pub max_vars: u32,
+    /// Executed XSLT instructions per transform (0 = unlimited).
+    pub max_ops: u64,
+    /// Evaluated XPath operations per transform (0 = unlimited).
+    pub max_xpath_ops: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            xinclude: false,
+            max_depth: 3000,
+            max_vars: 15_000,
+            max_ops: 100_000_000,
+            max_xpath_ops: 1_000_000_000,
+        }
+    }
+}
+
+impl Stylesheet {
+    /// Transforms `doc` (consumed: libxslt mutates its input). `params` are
+    /// `(name, string value)` pairs; values are passed as XPath string
+    /// literals, so any text is safe. `document()` and other loads go to
+    /// `resolver`.
+    pub fn transform(
+        self: &Arc<Self>,
+        doc: XmlDoc,
+        base_url: &str,
+        params: &[(String, String)],
+        limits: &Limits,
+        resolver: Arc<dyn Resolver>,
+    ) -> Result<ResultDoc, XmlError> {
+        let mut c_params: Vec<CString> = Vec::with_capacity(params.len() * 2);
+        for (name, value) in params {
+            c_params.push(c_string(name, "parameter name")?);
+            c_params.push(c_string(&xpath_string_literal(value), "parameter value")?);
+        }
+        let mut param_ptrs: Vec<*const c_char> = c_params.iter().map(|c| c.as_ptr()).collect();
+        param_ptrs.push(ptr::null());
+        // Before `begin`: compiling an instance uses the error buffer too.
+        let lease = self.lease()?;
+        begin();
+        let _guard = ResolverGuard::install(resolver);
+        let style = lease.compiled.0.as_ptr();
+        let doc_ptr = doc.ptr.as_ptr();
+        // SAFETY: `style` is a live compiled instance that this transform
+        // alone uses (the lease); `doc_ptr` is a live document we own, kept
+        // alive (by `doc`) until after the context is freed; the params
+        // array is NULL-terminated and its strings outlive the call. The
+        // context is created and freed here.
+        let (result, state) = unsafe {
+            let ctxt = sys::xsltNewTransformContext(style, doc_ptr);
+            if ctxt.is_null() {
+                return Err(XmlError::Transform(
+                    "could not create a transform context".to_string(),
+                ));
+            }
+            sys::xsltSetCtxtParseOptions(ctxt, DOC_OPTIONS);
+            let sec = SEC_PREFS.load(std::sync::atomic::Ordering::Acquire);
+            if !sec.is_null() {
+                sys::xsltSetCtxtSecurityPrefs(sec.cast(), ctxt);
+            }
+            sys::shim_set_transform_error(ctxt);
+            sys::shim_ctxt_xinclude(ctxt, c_int::from(limits.xinclude));
+            sys::shim_ctxt_limits(
+                ctxt,
+                c_int::try_from(limits.max_depth).unwrap_or(c_int::MAX),
+                c_int::try_from(limits.max_vars).unwrap_or(c_int::MAX),
+                std::os::raw::c_ulong::try_from(limits.max_ops).unwrap_or(0),
+                std::os::raw::c_ulong::try_from(limits.max_xpath_ops).unwrap_or(0),
+            );
+            let result = sys::xsltApplyStylesheetUser(
+                style,
+                doc_ptr,
+                param_ptrs.as_ptr(),
+                ptr::null(),
+                ptr::null_mut(),
+                ctxt,
+            );
+            let state = sys::shim_ctxt_state(ctxt);
+            sys::xsltFreeTransformContext(ctxt);
+            (result, state)
+        };
+        drop(doc); // the source is freed after its context
+        let compiled = Arc::clone(&lease.compiled);
+        drop(lease);
+        let messages = take_messages();
+        match NonNull::new(result) {
+            Some(ptr) if state == 0 => {
+                if !messages.is_empty() {
+                    tracing::debug!(%messages, "transform messages");
+                }
+                let mut out = XmlDoc {
+                    ptr,
+                    borrows_dtd: false,
+                };
+                out.set_url(base_url);
+                Ok(ResultDoc {
+                    doc: out,
+                    style: Arc::clone(self),
+                    compiled,
+                })
+            }
+            other => {
+                if let Some(ptr) = other {
+                    drop(XmlDoc {
+                        ptr,
+                        borrows_dtd: false,
+                    });
+                }
+                Err(XmlError::Transform(if messages.is_empty() {
+                    "the transform stopped with an error".to_string()
+                } else {
+                    messages
+                }))
+            }
+        }
+    }
+}
+
+/// Quotes `value` as an XPath 1.0 string literal. XPath has no escapes, so a
+/// value holding both quote kinds becomes a `concat()` of pieces.
+pub fn xpath_string_literal(value: &str) -> String {
+    if !value.contains('\'') {
+        format!("'{value}'")
+    } else if !value.contains('"') {
+        format!("\"{value}\"")
+    } else {
+        let pieces: Vec<String> = value
+            .split('\'')
+            .map(|piece| format!("'{piece}'"))
+            .collect();
+        format!("concat({})", pieces.join(", \"'\", "))
+    }
+}

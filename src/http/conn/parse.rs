@@ -1,0 +1,167 @@
+//! Request heads: parsed with `httparse` from the bytes read, offered to
+//! the fast path when they are a plain GET or HEAD, otherwise built into an
+//! `http::Request` that shares the read bytes; anything this loop does not
+//! serve (a body, HTTP/1.0, an upgrade, an unparsable head) is marked for
+//! hyper.
+
+use axum::body::Body;
+use axum::extract::Request;
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, Uri};
+use bytes::{Buf, Bytes};
+
+use super::MAX_HEADERS;
+use super::fast::{Fast, FastMissed, Head, Wire};
+
+/// Whether `target` is an origin-form path and query made only of
+/// characters `http::Uri` keeps as they are (unreserved, sub-delims, `:`,
+/// `@`, `/`, `?`, `%`): such a target splits at its first `?` into exactly
+/// the `path()` and `query()` a parsed `Uri` gives. Anything else goes
+/// through the `Uri` parser and the service.
+pub(super) fn plain_target(target: &str) -> bool {
+    target.starts_with('/') && target.bytes().all(|b| PLAIN[usize::from(b)])
+}
+
+/// The bytes [`plain_target`] allows, as a table (this runs on every
+/// request).
+const PLAIN: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut i = 0;
+    while i < 256 {
+        let b = i as u8;
+        table[i] = b.is_ascii_alphanumeric()
+            || matches!(
+                b,
+                b'-' | b'.'
+                    | b'_'
+                    | b'~'
+                    | b'!'
+                    | b'$'
+                    | b'&'
+                    | b'\''
+                    | b'('
+                    | b')'
+                    | b'*'
+                    | b'+'
+                    | b','
+                    | b';'
+                    | b'='
+                    | b':'
+                    | b'@'
+                    | b'/'
+                    | b'?'
+                    | b'%'
+            );
+        i += 1;
+    }
+    table
+};
+
+/// What the bytes read so far hold.
+// Returned and matched at once; boxing the request would cost an
+// allocation per request.
+#[allow(clippy::large_enum_variant)]
+pub(super) enum Parsed {
+    /// A request the fast path answered (its head is consumed), whether it
+    /// was a HEAD, and whether the client asked to close after it.
+    Wire(Wire, bool, bool),
+    /// A complete request for the service (its head is consumed), and
+    /// whether the client asked to close the connection after it.
+    Request(Request, bool),
+    /// Not a whole head yet.
+    Partial,
+    /// A request for hyper (body, HTTP/1.0, upgrade, unparsable, ...).
+    HandOff,
+}
+
+/// Parses the request at the start of `unread`. A complete one this loop
+/// serves is consumed from `unread`: answered by `fast`, or built into a
+/// request whose URI and header values share its bytes.
+pub(super) fn parse<F>(unread: &mut Bytes, fast: &F) -> Parsed
+where
+    F: Fn(&Head<'_>) -> Fast,
+{
+    if unread.is_empty() {
+        return Parsed::Partial;
+    }
+    let data: &Bytes = unread;
+    let mut storage =
+        [const { std::mem::MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS];
+    let mut req = httparse::Request::new(&mut []);
+    let len = match req.parse_with_uninit_headers(data, &mut storage) {
+        Ok(httparse::Status::Complete(len)) => len,
+        Ok(httparse::Status::Partial) => return Parsed::Partial,
+        Err(_) => return Parsed::HandOff,
+    };
+    let (Some(method), Some(path), Some(1)) = (req.method, req.path, req.version) else {
+        return Parsed::HandOff;
+    };
+    let method = match method {
+        "GET" => Method::GET,
+        "HEAD" => Method::HEAD,
+        "CONNECT" => return Parsed::HandOff,
+        other => match Method::from_bytes(other.as_bytes()) {
+            Ok(m) => m,
+            Err(_) => return Parsed::HandOff,
+        },
+    };
+    let mut close = false;
+    for h in req.headers.iter() {
+        let name = h.name.as_bytes();
+        if name.eq_ignore_ascii_case(b"content-length") {
+            if h.value.trim_ascii() != b"0" {
+                return Parsed::HandOff;
+            }
+        } else if name.eq_ignore_ascii_case(b"transfer-encoding")
+            || name.eq_ignore_ascii_case(b"upgrade")
+            || name.eq_ignore_ascii_case(b"expect")
+        {
+            return Parsed::HandOff;
+        } else if name.eq_ignore_ascii_case(b"connection") {
+            close |= h
+                .value
+                .split(|b| *b == b',')
+                .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"close"));
+        }
+    }
+    let mut missed = false;
+    if (method == Method::GET || method == Method::HEAD) && plain_target(path) {
+        let (path, query) = path.split_once('?').unwrap_or((path, ""));
+        let head = Head {
+            method: &method,
+            path,
+            query,
+            fields: req.headers,
+        };
+        match fast(&head) {
+            Fast::Answer(wire) => {
+                let head_only = method == Method::HEAD;
+                unread.advance(len);
+                return Parsed::Wire(wire, head_only, close);
+            }
+            Fast::Missed => missed = true,
+            Fast::Pass => {}
+        }
+    }
+    let Ok(uri) = Uri::from_maybe_shared(data.slice_ref(path.as_bytes())) else {
+        return Parsed::HandOff;
+    };
+    let mut headers = HeaderMap::with_capacity(req.headers.len());
+    for h in req.headers.iter() {
+        let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(h.name.as_bytes()),
+            HeaderValue::from_maybe_shared(data.slice_ref(h.value)),
+        ) else {
+            return Parsed::HandOff;
+        };
+        headers.append(name, value);
+    }
+    let mut request = Request::new(Body::empty());
+    *request.method_mut() = method;
+    *request.uri_mut() = uri;
+    *request.headers_mut() = headers;
+    if missed {
+        request.extensions_mut().insert(FastMissed);
+    }
+    unread.advance(len);
+    Parsed::Request(request, close)
+}
