@@ -160,7 +160,10 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     axle::ffi::init();
-    let cli = Cli::parse();
+    let cli = match parse_cli() {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -232,6 +235,22 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The arguments, with `--version` also naming the libxml2 and libxslt
+/// this process runs with (the system libraries, read at run time).
+fn parse_cli() -> Result<Cli, clap::Error> {
+    use clap::{CommandFactory, FromArgMatches};
+    let version = format!(
+        "{} ({})",
+        env!("CARGO_PKG_VERSION"),
+        axle::ffi::library_versions()
+    );
+    let matches = Cli::command()
+        .version(version.clone())
+        .long_version(version)
+        .try_get_matches()?;
+    Cli::from_arg_matches(&matches)
 }
 
 fn set_shared_dtds(args: &DtdArgs) {

@@ -377,3 +377,17 @@ fn logs_off_a_terminal_have_no_colour_codes() {
     assert!(line.contains("axle serving"), "{line}");
     assert!(!line.contains('\u{1b}'), "{line:?}");
 }
+
+#[test]
+fn version_names_the_xml_libraries_it_runs_with() {
+    let out = axle().arg("--version").output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let v = axle::ffi::library_versions();
+    assert!(
+        text.starts_with(&format!("axle {}", env!("CARGO_PKG_VERSION")))
+            && text.contains(&format!("libxml2 {}", v.libxml2))
+            && text.contains(&format!("libxslt {}", v.libxslt)),
+        "{text}"
+    );
+}
