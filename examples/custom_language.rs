@@ -471,7 +471,7 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<(PathBuf, Socket
             "--root" => root = PathBuf::from(value()?),
             "--listen" => {
                 let text = value()?;
-                listen = text.parse().map_err(|e| format!("--listen {text}: {e}"))?;
+                listen = axle::config::parse_listen(&text)?;
             }
             "-h" | "--help" => return Err(String::new()), // usage, exit 0
             other => return Err(format!("unknown argument {other:?}")),
