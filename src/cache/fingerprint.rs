@@ -33,6 +33,7 @@ pub struct Stamp {
     size: u64,
     inode: u64,
     device: u64,
+    links: u64,
 }
 
 impl Stamp {
@@ -49,7 +50,16 @@ impl Stamp {
             size: meta.size(),
             inode: meta.ino(),
             device: meta.dev(),
+            links: meta.nlink(),
         }
+    }
+
+    /// Whether the file has more than one name (hard links). A write
+    /// through another name raises an event only in that name's directory,
+    /// so such a file is never vouched for by the watcher: it is checked by
+    /// `stat`, which sees the inode's new times whatever name wrote it.
+    pub fn hard_linked(&self) -> bool {
+        self.links > 1
     }
 }
 
@@ -136,7 +146,7 @@ enum Watched {
     /// next check re-reads the file (the token is kept, as for `Lapsed`).
     Forgotten(Arc<Token>),
     /// Not watchable (outside the root, a symlink on the way, too many
-    /// directories): checked by `stat`.
+    /// directories, more than one hard link): checked by `stat`.
     Refused,
 }
 
@@ -246,7 +256,12 @@ impl Fingerprints {
         };
         // The file is checked for the second time: watched now.
         let known = self.canonical.get(path);
-        let watched = match self.token_for(known, &watcher, root, path) {
+        let token = if stamp.hard_linked() {
+            None
+        } else {
+            self.token_for(known, &watcher, root, path)
+        };
+        let watched = match token {
             Some(token) if Stamp::current(path).is_ok_and(|now| now == stamp) => {
                 Watched::Token(token)
             }
@@ -499,6 +514,24 @@ mod tests {
         assert_eq!(f.hash(&p).unwrap(), ContentHash::of(b"tre"));
         assert_eq!(f.hash(&p).unwrap(), ContentHash::of(b"tre"));
         assert!(vouched(&f, &p), "watched again");
+    }
+
+    #[test]
+    fn hard_linked_files_are_checked_by_stat() {
+        // A write through a second name raises an event only for that
+        // name: the watcher cannot vouch for a file with two.
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let p = root.join("a.xml");
+        std::fs::write(&p, "one").unwrap();
+        std::fs::hard_link(&p, root.join("b.xml")).unwrap();
+        let (f, _watcher) = watched(&root);
+        for _ in 0..3 {
+            assert_eq!(f.hash(&p).unwrap(), ContentHash::of(b"one"));
+        }
+        assert!(!vouched(&f, &p));
+        std::fs::write(root.join("b.xml"), "two").unwrap();
+        assert_eq!(f.hash(&p).unwrap(), ContentHash::of(b"two"));
     }
 
     #[test]

@@ -27,15 +27,41 @@ use super::{FieldKey, Stamp};
 pub enum Validity {
     /// Files and the stamps they must still have (one `stat` each).
     Stamps(Vec<(PathBuf, Stamp)>),
-    /// Change counters of every name on the way to those files.
-    Watched(Token),
+    /// Change counters of every name on the way to the files the watcher
+    /// can vouch for, and stamps for the rest (names through a symlink,
+    /// files with several hard links), checked by `stat`.
+    Watched(Token, Vec<(PathBuf, Stamp)>),
+}
+
+/// One file a memoized response came from: the path to check it through
+/// (the name it was reached by), the stamp it had when it was read, and
+/// whether that path is canonical (no symlink on the way), which the
+/// watcher needs to vouch for it.
+#[derive(Debug, Clone)]
+pub struct Check {
+    /// Where to look.
+    pub path: PathBuf,
+    /// What must still be there.
+    pub stamp: Stamp,
+    /// Whether `path` is canonical.
+    pub canonical: bool,
+}
+
+fn stamps_weight(checks: &[(PathBuf, Stamp)]) -> usize {
+    checks.iter().map(|(p, _)| p.as_os_str().len() + 64).sum()
+}
+
+fn stamps_hold(checks: &[(PathBuf, Stamp)]) -> bool {
+    checks
+        .iter()
+        .all(|(path, stamp)| Stamp::current(path).is_ok_and(|now| now == *stamp))
 }
 
 impl Validity {
     fn weight(&self) -> usize {
         match self {
-            Validity::Stamps(checks) => checks.iter().map(|(p, _)| p.as_os_str().len() + 64).sum(),
-            Validity::Watched(token) => token.weight(),
+            Validity::Stamps(checks) => stamps_weight(checks),
+            Validity::Watched(token, checks) => token.weight() + stamps_weight(checks),
         }
     }
 }
@@ -129,13 +155,13 @@ impl<T: Clone + Weight + Send + Sync + 'static> HotMemo<T> {
     pub fn get(&self, key: &FieldKey) -> Option<T> {
         let entry = self.cache.get(key)?;
         let fresh = match &entry.validity {
-            Validity::Stamps(checks) => checks
-                .iter()
-                .all(|(path, stamp)| Stamp::current(path).is_ok_and(|now| now == *stamp)),
-            Validity::Watched(token) => self.watcher.as_ref().is_some_and(|w| {
-                w.sync();
-                w.unchanged(token)
-            }),
+            Validity::Stamps(checks) => stamps_hold(checks),
+            Validity::Watched(token, checks) => {
+                self.watcher.as_ref().is_some_and(|w| {
+                    w.sync();
+                    w.unchanged(token)
+                }) && stamps_hold(checks)
+            }
         };
         if fresh {
             Some(entry.value.clone())
@@ -147,24 +173,34 @@ impl<T: Clone + Weight + Send + Sync + 'static> HotMemo<T> {
 
     /// Remembers `value` under `key`, valid while `checks` hold (files
     /// under `root`, with the stamps they had when they were read). When
-    /// watching, the files are watched and their stamps verified once now;
-    /// a file that already changed means nothing is remembered.
-    pub fn put(&self, key: FieldKey, value: T, root: &Path, checks: Vec<(PathBuf, Stamp)>) {
-        let validity = match self
+    /// watching, the files the watcher can vouch for (canonical paths with
+    /// one link) are watched and their stamps verified once now (a file
+    /// that already changed means nothing is remembered); the rest are
+    /// checked by `stat` on every hit.
+    pub fn put(&self, key: FieldKey, value: T, root: &Path, checks: Vec<Check>) {
+        let (watchable, by_stat): (Vec<Check>, Vec<Check>) = checks
+            .into_iter()
+            .partition(|c| c.canonical && !c.stamp.hard_linked());
+        let pairs = |checks: Vec<Check>| -> Vec<(PathBuf, Stamp)> {
+            checks.into_iter().map(|c| (c.path, c.stamp)).collect()
+        };
+        let token = self
             .watcher
             .as_ref()
-            .and_then(|w| w.register(root, checks.iter().map(|(p, _)| p.as_path())))
-        {
+            .and_then(|w| w.register(root, watchable.iter().map(|c| c.path.as_path())));
+        let validity = match token {
             Some(token) => {
-                let unchanged = checks
-                    .iter()
-                    .all(|(path, stamp)| Stamp::current(path).is_ok_and(|now| now == *stamp));
-                if !unchanged {
+                let watchable = pairs(watchable);
+                if !stamps_hold(&watchable) {
                     return;
                 }
-                Validity::Watched(token)
+                Validity::Watched(token, pairs(by_stat))
             }
-            None => Validity::Stamps(checks),
+            None => {
+                let mut all = pairs(watchable);
+                all.extend(pairs(by_stat));
+                Validity::Stamps(all)
+            }
         };
         self.cache
             .insert(key, Arc::new(HotEntry { value, validity }));
@@ -181,6 +217,14 @@ mod tests {
     use super::*;
     use crate::cache::FieldKeyBuilder;
 
+    fn check(path: &Path, stamp: Stamp) -> Check {
+        Check {
+            path: path.to_path_buf(),
+            stamp,
+            canonical: true,
+        }
+    }
+
     #[test]
     fn a_changed_or_missing_file_invalidates() {
         let dir = tempfile::tempdir().unwrap();
@@ -194,7 +238,7 @@ mod tests {
                 key.clone(),
                 7u32,
                 &root,
-                vec![(a.clone(), Stamp::current(&a).unwrap())],
+                vec![check(&a, Stamp::current(&a).unwrap())],
             );
             assert_eq!(memo.get(&key), Some(7));
             std::fs::write(&a, "22").unwrap();
@@ -203,12 +247,51 @@ mod tests {
                 key.clone(),
                 8u32,
                 &root,
-                vec![(a.clone(), Stamp::current(&a).unwrap())],
+                vec![check(&a, Stamp::current(&a).unwrap())],
             );
             assert_eq!(memo.get(&key), Some(8));
             std::fs::remove_file(&a).unwrap();
             assert_eq!(memo.get(&key), None);
         }
+    }
+
+    #[test]
+    fn names_through_links_and_hard_linked_files_are_checked_by_stat_while_watching() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir(root.join("real")).unwrap();
+        std::os::unix::fs::symlink("real", root.join("link")).unwrap();
+        let target = root.join("real/a");
+        let shared = root.join("b");
+        std::fs::write(&target, "1").unwrap();
+        std::fs::write(&shared, "1").unwrap();
+        std::fs::hard_link(&shared, root.join("b2")).unwrap();
+        let memo = HotMemo::new(10_000, Some(Arc::new(Watcher::new(10, None).unwrap())));
+        let key = FieldKeyBuilder::new("t").finish();
+        let put = || {
+            memo.put(
+                key.clone(),
+                7u32,
+                &root,
+                vec![
+                    Check {
+                        path: root.join("link/a"),
+                        stamp: Stamp::current(&target).unwrap(),
+                        canonical: false,
+                    },
+                    check(&shared, Stamp::current(&shared).unwrap()),
+                ],
+            );
+            assert_eq!(memo.get(&key), Some(7));
+        };
+        // The link's target edited in a directory no name of the check is in.
+        put();
+        std::fs::write(&target, "22").unwrap();
+        assert_eq!(memo.get(&key), None);
+        // A write through the other hard link, in the same directory.
+        put();
+        std::fs::write(root.join("b2"), "333").unwrap();
+        assert_eq!(memo.get(&key), None);
     }
 
     #[test]
@@ -221,7 +304,7 @@ mod tests {
         std::fs::write(&a, "two").unwrap();
         let memo = HotMemo::new(10_000, Some(Arc::new(Watcher::new(10, None).unwrap())));
         let key = FieldKeyBuilder::new("t").finish();
-        memo.put(key.clone(), 7u32, &root, vec![(a.clone(), read_at)]);
+        memo.put(key.clone(), 7u32, &root, vec![check(&a, read_at)]);
         assert_eq!(memo.get(&key), None);
     }
 

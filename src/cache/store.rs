@@ -275,10 +275,7 @@ mod tests {
         let path = dir.path().join("dep.xml");
         std::fs::write(&path, text).unwrap();
         let hash = Fingerprints::default().hash(&path).unwrap();
-        let dep = Dep {
-            path: path.clone(),
-            hash,
-        };
+        let dep = Dep::new(path.clone(), hash);
         (dir, path, dep)
     }
 

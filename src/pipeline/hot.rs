@@ -2,13 +2,13 @@
 //! output store holds that), answered with one `stat` per file it came
 //! from, before any chain is selected or key hashed.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Weak};
 
 use bytes::Bytes;
 use http::HeaderValue;
 
-use crate::cache::{Entry, FieldKey, Stamp};
+use crate::cache::{Check, Entry, FieldKey};
 use crate::config::CacheMode;
 
 use super::{CacheStatus, Pipeline, Rendered, ResponseHead};
@@ -49,7 +49,7 @@ impl Pipeline {
             return;
         };
         let fingerprints = self.files.fingerprints();
-        let mut checks: Vec<(PathBuf, Stamp)> = Vec::with_capacity(validators.len());
+        let mut checks: Vec<Check> = Vec::with_capacity(validators.len());
         for (i, dep) in validators.iter().enumerate() {
             // The memo usually knows the stamp; a file it has forgotten (a
             // big site) is stamped and hashed again, never skipped.
@@ -60,13 +60,20 @@ impl Pipeline {
                     _ => return,
                 },
             };
+            // Checked through the name it was reached by: a `stat` there
+            // follows every link on the way, so a re-pointed link shows as
+            // another file.
             let path = if i == 0 {
-                request_path.to_path_buf()
+                request_path
             } else {
-                dep.path.clone()
+                dep.named_path()
             };
-            if !checks.iter().any(|(p, _)| *p == path) {
-                checks.push((path, stamp));
+            if !checks.iter().any(|c| c.path == path) {
+                checks.push(Check {
+                    path: path.to_path_buf(),
+                    stamp,
+                    canonical: path == dep.path,
+                });
             }
         }
         let mut memo = rendered.clone();

@@ -51,7 +51,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 
-use crate::cache::{ContentHash, Dep, Fingerprints, HotMemo, Store, Tier};
+use crate::cache::{ContentHash, Fingerprints, HotMemo, Store, Tier};
 use crate::chain::{self, Selection};
 use crate::config::{CacheMode, ServeConfig};
 use crate::ffi::{self, Limits};
@@ -355,10 +355,7 @@ impl Pipeline {
                 Some(s) => s,
                 None => self.source_for(located, source_hash)?,
             };
-            let validators = Some(Arc::from(vec![Dep {
-                path: located.path.as_path().to_path_buf(),
-                hash: source.hash,
-            }]));
+            let validators = Some(Arc::from(vec![located.path.dep(source.hash)]));
             return Ok(Rendered {
                 hash: source.hash,
                 body: source.bytes,
@@ -377,10 +374,7 @@ impl Pipeline {
                     .await?,
             );
         }
-        let mut validators = vec![Dep {
-            path: located.path.as_path().to_path_buf(),
-            hash: source_hash,
-        }];
+        let mut validators = vec![located.path.dep(source_hash)];
         for stage in &stages {
             validators.extend(stage.files.iter().cloned());
         }

@@ -3,6 +3,7 @@
 
 use std::borrow::Cow;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
 use super::ProviderError;
 use crate::cache::Fingerprints;
@@ -14,6 +15,38 @@ pub struct ConfinedPath {
     abs: PathBuf,
     rel: String,
     url: String,
+    named: Named,
+}
+
+/// The path as it was named, before symlinks were resolved, when that is
+/// not the canonical path: what a dependency on this file must check still
+/// leads here (a re-pointed link). Not part of a path's identity: two names
+/// of one file are one `ConfinedPath`.
+#[derive(Debug, Clone, Default)]
+struct Named(Option<Arc<Path>>);
+
+impl PartialEq for Named {
+    fn eq(&self, _: &Named) -> bool {
+        true
+    }
+}
+
+impl Eq for Named {}
+
+impl std::hash::Hash for Named {
+    fn hash<H: std::hash::Hasher>(&self, _: &mut H) {}
+}
+
+impl PartialOrd for Named {
+    fn partial_cmp(&self, other: &Named) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Named {
+    fn cmp(&self, _: &Named) -> std::cmp::Ordering {
+        std::cmp::Ordering::Equal
+    }
 }
 
 /// Characters kept as they are in a URL path segment (RFC 3986 `pchar`
@@ -74,6 +107,23 @@ impl ConfinedPath {
     /// against and what [`confine`] takes back).
     pub fn url(&self) -> &str {
         &self.url
+    }
+
+    /// The path as it was named under the root, when a symlink on its way
+    /// makes that differ from [`ConfinedPath::as_path`]; `None` for a
+    /// canonical name.
+    pub fn named(&self) -> Option<&Arc<Path>> {
+        self.named.0.as_ref()
+    }
+
+    /// A dependency on this file, which had content `hash`: the name must
+    /// still lead here and the file still hold that content.
+    pub fn dep(&self, hash: crate::cache::ContentHash) -> crate::cache::Dep {
+        crate::cache::Dep {
+            path: self.abs.clone(),
+            hash,
+            via: self.named.0.clone(),
+        }
     }
 }
 
@@ -283,7 +333,13 @@ fn confine_decoded(
     };
     let rel = rel_of(inside);
     let url = url_of(inside, &rel);
-    Ok(ConfinedPath { abs, rel, url })
+    let named = Named((joined != abs).then(|| Arc::from(joined)));
+    Ok(ConfinedPath {
+        abs,
+        rel,
+        url,
+        named,
+    })
 }
 
 /// `inside` (a path under the root) as a root-relative path: `/` and its

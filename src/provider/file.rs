@@ -151,7 +151,7 @@ impl RootResolver {
             Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
         };
         let mut seen = std::collections::HashSet::new();
-        deps.retain(|d| seen.insert(d.path.clone()));
+        deps.retain(|d| seen.insert((d.path.clone(), d.via.clone())));
         deps
     }
 
@@ -183,10 +183,7 @@ impl RootResolver {
             .read(path.as_path())
             .map_err(|e| unreadable(path, &e))?;
         if let Ok(mut deps) = self.deps.lock() {
-            deps.push(Dep {
-                path: path.as_path().to_path_buf(),
-                hash,
-            });
+            deps.push(path.dep(hash));
         }
         Ok((bytes, hash))
     }
@@ -250,10 +247,7 @@ impl Resolver for RootResolver {
         };
         match self.fingerprints.hash(path.as_path()) {
             Ok(now) if now.as_bytes() == hash => {
-                self.record(Dep {
-                    path: path.as_path().to_path_buf(),
-                    hash: now,
-                });
+                self.record(path.dep(now));
                 true
             }
             _ => false,

@@ -10,5 +10,6 @@ mod concurrency;
 mod connection;
 mod freshness;
 mod http;
+mod links;
 mod samples;
 mod security;
