@@ -77,7 +77,11 @@ fn suites_pass_through_the_pipeline_in_every_mode() {
         regressions.len(),
         regressions
             .iter()
-            .map(|r| format!("  {}: {}", r.case.label(), runner::failure_summary(r)))
+            .map(|r| format!(
+                "  {}: {}",
+                r.case.label(),
+                runner::report::failure_summary(r)
+            ))
             .collect::<Vec<_>>()
             .join("\n")
     );

@@ -108,6 +108,8 @@ unsafe fn take_buffer(buf: *mut u8, len: c_int) -> Vec<u8> {
 }
 
 #[cfg(test)]
+mod canonical_tests;
+#[cfg(test)]
 mod html_tests;
 #[cfg(test)]
 mod tests;
