@@ -177,23 +177,41 @@ impl Store {
     /// callers for the same key wait for one computation. Returns the entry
     /// and whether it was found (`true`) rather than computed (`false`).
     /// Errors are not cached.
+    ///
+    /// `Ok(None)`: the computation (this caller's, or the one it joined,
+    /// which may have begun before an edit this caller saw) read a file
+    /// that has changed since: a dependency it recorded no longer holds.
+    /// Such an entry is dropped, never handed on; the caller computes
+    /// again, uncoalesced. So coalescing never crosses an edit, and a
+    /// render that read a file while it was being written is never stored
+    /// (the write changes the file after the read).
     pub async fn get_or_compute<E, F>(
         &self,
         key: Key,
         tier: Tier,
         compute: F,
-    ) -> Result<(Arc<Entry>, bool), Arc<E>>
+    ) -> Result<Option<(Arc<Entry>, bool)>, Arc<E>>
     where
         E: Send + Sync + 'static,
         F: Future<Output = Result<Arc<Entry>, E>> + Send,
     {
         if let Some(entry) = self.get(&key, tier).await {
-            return Ok((entry, true));
+            return Ok(Some((entry, true)));
         }
         // A waiter whose computation was done by a concurrent caller reports
         // "computed" too: it did not find the entry, it waited for it.
         let entry = self.tier(tier).try_get_with(key, compute).await?;
-        Ok((entry, false))
+        if self.is_fresh(&entry) {
+            return Ok(Some((entry, false)));
+        }
+        self.tier(tier).invalidate(&key).await;
+        Ok(None)
+    }
+
+    /// Whether every dependency `entry` recorded still holds (for an entry
+    /// computed outside [`Store::get_or_compute`], before storing it).
+    pub fn holds(&self, entry: &Entry) -> bool {
+        self.is_fresh(entry)
     }
 
     /// Stores `entry` under `key`, replacing what is there (an elided
@@ -287,11 +305,53 @@ mod tests {
         let (_, found) = store
             .get_or_compute::<(), _>(key, Tier::Final, async { Ok(entry("x", vec![dep])) })
             .await
+            .unwrap()
             .unwrap();
         assert!(!found);
         assert!(store.get(&key, Tier::Final).await.is_some());
         std::fs::write(&dep_path, "v2").unwrap();
         assert!(store.get(&key, Tier::Final).await.is_none());
+    }
+
+    /// A computation that read a file which changed before it finished
+    /// (shared work that began before an edit) is handed to no caller and
+    /// not kept: callers are told to compute again.
+    #[tokio::test]
+    async fn a_computation_whose_dependency_changed_meanwhile_is_not_handed_on() {
+        let (_dir, dep_path, dep) = dependency("v1");
+        let store = Store::new(1 << 20, 1 << 20, Fingerprints::default());
+        let key = KeyBuilder::new("t").finish();
+        let (edit, edited) = tokio::sync::oneshot::channel::<()>();
+        let first = {
+            let store = store.clone();
+            tokio::spawn(async move {
+                store
+                    .get_or_compute::<(), _>(key, Tier::Final, async move {
+                        // Read "v1", then the file is edited before the
+                        // computation ends.
+                        let _ = edited.await;
+                        Ok(entry("from v1", vec![dep]))
+                    })
+                    .await
+                    .unwrap()
+            })
+        };
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        let joined = {
+            let store = store.clone();
+            tokio::spawn(async move {
+                store
+                    .get_or_compute::<(), _>(key, Tier::Final, async { Ok(entry("never", vec![])) })
+                    .await
+                    .unwrap()
+            })
+        };
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        std::fs::write(&dep_path, "v2").unwrap();
+        edit.send(()).unwrap();
+        assert!(first.await.unwrap().is_none(), "the computing caller");
+        assert!(joined.await.unwrap().is_none(), "the joined caller");
+        assert!(store.get(&key, Tier::Final).await.is_none(), "not kept");
     }
 
     #[tokio::test]

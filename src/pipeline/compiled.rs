@@ -55,7 +55,8 @@ impl Compiled {
     }
 
     /// The compiled stage for `spec`, compiling on the pool when missing or
-    /// stale; concurrent requests for one stage compile it once.
+    /// stale; concurrent requests for one stage compile it once, unless a
+    /// file it read changed before the shared compile finished.
     pub(crate) async fn get(
         &self,
         spec: &StageSpec,
@@ -74,20 +75,37 @@ impl Compiled {
             }
             self.cache.invalidate(&key).await;
         }
-        let (spec, files, pool, stats) = (
-            spec.clone(),
-            files.clone(),
-            Arc::clone(pool),
-            Arc::clone(stats),
-        );
-        self.cache
-            .try_get_with(key, async move {
+        let run = || {
+            let (spec, files, pool, stats) = (
+                spec.clone(),
+                files.clone(),
+                Arc::clone(pool),
+                Arc::clone(stats),
+            );
+            async move {
                 pool.run(move || compile(&spec, &files, &stats))
                     .await
                     .map_err(PipelineError::from)?
-            })
+            }
+        };
+        let compiled = self
+            .cache
+            .try_get_with(key.clone(), run())
             .await
-            .map_err(|e| (*e).clone())
+            .map_err(|e| (*e).clone())?;
+        if self.is_fresh(&compiled) {
+            return Ok(compiled);
+        }
+        // A file of the closure changed after the compile read it: shared
+        // work that began before an edit this request saw, or a file read
+        // while it was being written. Compiled again for this request,
+        // uncoalesced; kept only if nothing changed meanwhile.
+        self.cache.invalidate(&key).await;
+        let again = run().await?;
+        if self.is_fresh(&again) {
+            self.cache.insert(key, Arc::clone(&again)).await;
+        }
+        Ok(again)
     }
 }
 

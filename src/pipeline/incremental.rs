@@ -170,7 +170,11 @@ impl Pipeline {
                 // was not needed.
                 self.drop_input_on_pool(input.take());
                 match got {
-                    Ok(got) => got,
+                    Ok(Some(got)) => got,
+                    // Computed (here or by a walk this one joined) from a
+                    // file that changed since: dropped; the caller walks
+                    // again, whole, uncoalesced.
+                    Ok(None) => return Ok(None),
                     Err(stop) => match &*stop {
                         Stop::Elided => return Ok(None),
                         Stop::Failed(e) => return Err(e.clone()),

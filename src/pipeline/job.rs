@@ -36,7 +36,9 @@ pub(super) enum Want {
     Identity,
 }
 
-/// Everything a pool thread needs to run (part of) a chain.
+/// Everything a pool thread needs to run (part of) a chain (cheap to
+/// clone: shared parts).
+#[derive(Clone)]
 pub(super) struct ChainJob {
     pub(super) stages: Arc<[Arc<CompiledStage>]>,
     pub(super) params: Arc<[(String, String)]>,

@@ -424,7 +424,7 @@ impl Pipeline {
             }
             CacheMode::All => {
                 let key = job.response_key(source_hash);
-                let compute = async {
+                let run = |job: ChainJob, source: Option<Source>| async move {
                     let source = match source {
                         Some(s) => s,
                         None => self.source_for(located, source_hash)?,
@@ -433,15 +433,27 @@ impl Pipeline {
                         .run(move || job.run_all(source.bytes).map(Arc::new))
                         .await?
                 };
-                let (entry, found) = self
+                let got = self
                     .store
-                    .get_or_compute(key, Tier::Final, compute)
+                    .get_or_compute(key, Tier::Final, run(job.clone(), source.clone()))
                     .await
                     .map_err(|e| (*e).clone())?;
-                let status = if found {
-                    CacheStatus::Hit
-                } else {
-                    CacheStatus::Miss
+                let (entry, status) = match got {
+                    Some((entry, true)) => (entry, CacheStatus::Hit),
+                    Some((entry, false)) => (entry, CacheStatus::Miss),
+                    None => {
+                        // What was computed read a file that changed
+                        // since (shared work that began before an edit):
+                        // computed again for this request, uncoalesced,
+                        // and stored only if nothing changed meanwhile.
+                        let entry = run(job, source).await?;
+                        if self.store.holds(&entry) {
+                            self.store
+                                .insert(key, Tier::Final, Arc::clone(&entry))
+                                .await;
+                        }
+                        (entry, CacheStatus::Miss)
+                    }
                 };
                 validators.extend(entry.deps.iter().cloned());
                 let mut out = rendered(&entry, status, Some(key));

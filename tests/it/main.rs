@@ -8,6 +8,7 @@ mod cache_modes;
 mod cli;
 mod concurrency;
 mod connection;
+mod edits;
 mod freshness;
 mod http;
 mod links;
