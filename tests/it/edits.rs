@@ -179,147 +179,321 @@ async fn a_request_after_an_edit_never_joins_a_compile_that_read_the_old_file() 
     );
 }
 
-/// One edit of the stress test: when it began, when it ended (`None`
-/// while under way), and the versions of `data.xml` and `v.xsl` it wrote.
-type Edit = (Instant, Option<Instant>, usize, usize);
-
-/// What the stress test saw.
-#[derive(Default, Debug)]
-struct Tally {
-    responses: usize,
-    /// Broken responses to requests during which a file was being written.
-    overlapped: usize,
-    stale: Vec<String>,
-    wrong: Vec<String>,
+/// A kind of edit the stress test makes, each with a version of its own
+/// that the page shows, in this order, separated by `|`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// The requested document itself, saved atomically.
+    Source,
+    /// An external entity the document includes, rewritten in place.
+    Entity,
+    /// A `document()` target, saved atomically.
+    DataSaved,
+    /// The same target, rewritten in place (truncate, then write).
+    DataInPlace,
+    /// An imported stylesheet, saved atomically.
+    Import,
+    /// A `document()` target that is a symlink, re-pointed to the other of
+    /// two files after the new version was written into it.
+    Link,
+    /// A stylesheet directory swapped deploy-style (`xsl -> xsl-a|xsl-b`).
+    Swap,
 }
 
-/// Clients request a page that shows the version of `data.xml` (read by
-/// `document()`) and of `v.xsl` (imported), while an editor rewrites them
-/// (atomic saves and in-place rewrites, alternately). A response to a
-/// request sent after version N of a file was completely written must show
-/// version N or later of it, never an older one and never a broken one.
-#[tokio::test(flavor = "multi_thread")]
-async fn concurrent_edits_never_give_a_stale_or_broken_response() {
-    let mut report = Vec::new();
-    for (mode, freshness) in combinations() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().canonicalize().unwrap();
-        let data = |n: usize| format!("<d>{n:06}</d>");
-        let imported = |n: usize| {
-            format!(r#"{XSL_HEAD}<xsl:template name="v">{n:06}</xsl:template></xsl:stylesheet>"#)
-        };
-        write(&root, "data.xml", &data(0));
-        write(&root, "v.xsl", &imported(0));
-        write(
-            &root,
-            "page.xsl",
-            &format!(
-                r#"{XSL_HEAD}<xsl:import href="v.xsl"/><xsl:output method="text"/>
-<xsl:template match="/doc"><xsl:value-of select="document('/data.xml')/d"/>|<xsl:call-template name="v"/></xsl:template>
+/// Every kind, for the long run.
+pub const ALL_KINDS: [Kind; 7] = [
+    Kind::Source,
+    Kind::Entity,
+    Kind::DataSaved,
+    Kind::DataInPlace,
+    Kind::Import,
+    Kind::Link,
+    Kind::Swap,
+];
+
+/// The fields of the page: which file shows each kind's version.
+const FIELDS: usize = 6;
+
+fn field(kind: Kind) -> usize {
+    match kind {
+        Kind::Source => 0,
+        Kind::Entity => 1,
+        Kind::DataSaved | Kind::DataInPlace => 2,
+        Kind::Import => 3,
+        Kind::Link => 4,
+        Kind::Swap => 5,
+    }
+}
+
+fn source(n: usize) -> String {
+    format!(
+        "<?xml version=\"1.0\"?>\n<!DOCTYPE doc [<!ENTITY e SYSTEM \"ent.xml\">]>\n\
+         <?xml-stylesheet href=\"/xsl/page.xsl\" type=\"text/xsl\"?>\n<doc><s>{n:06}</s><e>&e;</e></doc>\n"
+    )
+}
+
+fn page_xsl(n: usize) -> String {
+    format!(
+        r#"{XSL_HEAD}<xsl:import href="v.xsl"/><xsl:output method="text"/>
+<xsl:template match="/doc"><xsl:value-of select="s"/>|<xsl:value-of select="e"/>|<xsl:value-of select="document('/data.xml')/d"/>|<xsl:call-template name="v"/>|<xsl:value-of select="document('/link.xml')/d"/>|{n:06}</xsl:template>
 </xsl:stylesheet>"#
-            ),
-        );
-        write(
-            &root,
-            "page.xml",
-            "<?xml-stylesheet href=\"/page.xsl\" type=\"text/xsl\"?><doc/>",
-        );
-        let server = Arc::new(server(&root, mode, freshness).await);
-        // When each edit began and ended, and the versions it wrote.
-        let now = Instant::now();
-        let written: Arc<Mutex<Vec<Edit>>> = Arc::new(Mutex::new(vec![(now, Some(now), 0, 0)]));
-        let deadline = Instant::now() + Duration::from_millis(1500);
-        let editor = {
-            let (root, written) = (root.clone(), Arc::clone(&written));
-            std::thread::spawn(move || {
-                let mut n = 0;
-                while Instant::now() < deadline {
-                    n += 1;
-                    let (d, v) = if n % 2 == 0 { (n, n - 1) } else { (n - 1, n) };
-                    // Known to be under way before the first byte changes.
-                    let index = {
-                        let mut w = written.lock().unwrap();
-                        w.push((Instant::now(), None, d, v));
-                        w.len() - 1
-                    };
-                    if n % 4 < 2 {
-                        save(&root, "data.xml", &data(d));
-                        save(&root, "v.xsl", &imported(v));
-                    } else {
-                        std::fs::write(root.join("data.xml"), data(d)).unwrap();
-                        std::fs::write(root.join("v.xsl"), imported(v)).unwrap();
+    )
+}
+
+fn imported(n: usize) -> String {
+    format!(r#"{XSL_HEAD}<xsl:template name="v">{n:06}</xsl:template></xsl:stylesheet>"#)
+}
+
+fn datum(n: usize) -> String {
+    format!("<d>{n:06}</d>")
+}
+
+/// `ln -sfn TARGET NAME` (a new link renamed over the name).
+fn relink(root: &Path, name: &str, target: &str) {
+    let tmp = root.join(format!("{name}.tmp-link"));
+    let _ = std::fs::remove_file(&tmp);
+    std::os::unix::fs::symlink(target, &tmp).unwrap();
+    std::fs::rename(&tmp, root.join(name)).unwrap();
+}
+
+/// A site at version 0 of every kind.
+fn stress_site(root: &Path) {
+    write(root, "page.xml", &source(0));
+    write(root, "ent.xml", "000000");
+    write(root, "data.xml", &datum(0));
+    for d in ["xsl-a", "xsl-b"] {
+        write(root, &format!("{d}/page.xsl"), &page_xsl(0));
+        write(root, &format!("{d}/v.xsl"), &imported(0));
+    }
+    relink(root, "xsl", "xsl-a");
+    write(root, "link-a.xml", &datum(0));
+    write(root, "link-b.xml", &datum(0));
+    relink(root, "link.xml", "link-a.xml");
+}
+
+/// Makes edit number `n` of `kind` (version `n` of its field).
+fn apply(root: &Path, kind: Kind, n: usize) {
+    let live_xsl = || {
+        std::fs::read_link(root.join("xsl"))
+            .unwrap()
+            .to_string_lossy()
+            .into_owned()
+    };
+    match kind {
+        Kind::Source => save(root, "page.xml", &source(n)),
+        Kind::Entity => std::fs::write(root.join("ent.xml"), format!("{n:06}")).unwrap(),
+        Kind::DataSaved => save(root, "data.xml", &datum(n)),
+        Kind::DataInPlace => std::fs::write(root.join("data.xml"), datum(n)).unwrap(),
+        Kind::Import => {
+            // Both directories, so a swap never goes back in this field.
+            for d in ["xsl-a", "xsl-b"] {
+                save(root, &format!("{d}/v.xsl"), &imported(n));
+            }
+        }
+        Kind::Link => {
+            let next = if n % 2 == 0 {
+                "link-a.xml"
+            } else {
+                "link-b.xml"
+            };
+            write(root, next, &datum(n));
+            relink(root, "link.xml", next);
+        }
+        Kind::Swap => {
+            let next = if live_xsl() == "xsl-a" {
+                "xsl-b"
+            } else {
+                "xsl-a"
+            };
+            save(root, &format!("{next}/page.xsl"), &page_xsl(n));
+            relink(root, "xsl", next);
+        }
+    }
+}
+
+/// One edit: when it began, when it ended (`None` while under way), its
+/// field and the version it wrote there.
+type Edit = (Instant, Option<Instant>, usize, usize);
+
+/// What a stress run saw.
+#[derive(Default, Debug)]
+pub struct Tally {
+    /// Responses checked.
+    pub responses: usize,
+    /// Edits made.
+    pub edits: usize,
+    /// Broken responses to requests during which a file was being written
+    /// (any reader may see a half-written file; not counted as wrong).
+    pub overlapped: usize,
+    /// Responses older than an edit completed before their request.
+    pub stale: Vec<String>,
+    /// Broken responses to requests during which nothing was written.
+    pub wrong: Vec<String>,
+}
+
+/// `clients` clients request `/page.xml` for `duration` while an editor
+/// makes edits of `kinds` in turn, every 5-25 ms. A response to a request
+/// sent after version N of a field was completely written must show
+/// version N or later there, and a response must parse unless a write was
+/// under way during its request.
+pub async fn stress(
+    mode: CacheMode,
+    freshness: Freshness,
+    kinds: &[Kind],
+    duration: Duration,
+    clients: usize,
+) -> Tally {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    stress_site(&root);
+    let server = Arc::new(server(&root, mode, freshness).await);
+    let now = Instant::now();
+    let edits: Arc<Mutex<Vec<Edit>>> = Arc::new(Mutex::new(
+        (0..FIELDS).map(|f| (now, Some(now), f, 0)).collect(),
+    ));
+    let deadline = Instant::now() + duration;
+    let editor = {
+        let (root, edits, kinds) = (root.clone(), Arc::clone(&edits), kinds.to_vec());
+        std::thread::spawn(move || {
+            let mut n = 0;
+            while Instant::now() < deadline {
+                n += 1;
+                let kind = kinds[n % kinds.len()];
+                // Known to be under way before the first byte changes.
+                let index = {
+                    let mut e = edits.lock().unwrap();
+                    e.push((Instant::now(), None, field(kind), n));
+                    e.len() - 1
+                };
+                apply(&root, kind, n);
+                edits.lock().unwrap()[index].1 = Some(Instant::now());
+                std::thread::sleep(Duration::from_millis(5 + (n as u64 * 7) % 20));
+            }
+        })
+    };
+    let tally = Arc::new(Mutex::new(Tally::default()));
+    let mut tasks = Vec::new();
+    for _ in 0..clients {
+        let (server, edits, tally) = (Arc::clone(&server), Arc::clone(&edits), Arc::clone(&tally));
+        tasks.push(tokio::spawn(async move {
+            while Instant::now() < deadline {
+                let sent = Instant::now();
+                // The newest version of each field completely written
+                // before the request was sent.
+                let floor = {
+                    let e = edits.lock().unwrap();
+                    let mut floor = [0usize; FIELDS];
+                    for (_, end, f, n) in e.iter() {
+                        if end.is_some_and(|end| end <= sent) {
+                            floor[*f] = floor[*f].max(*n);
+                        }
                     }
-                    written.lock().unwrap()[index].1 = Some(Instant::now());
-                    std::thread::sleep(Duration::from_millis(5 + (n as u64 * 7) % 20));
-                }
-            })
-        };
-        let tally = Arc::new(Mutex::new(Tally::default()));
-        let mut clients = Vec::new();
-        for _ in 0..6 {
-            let (server, written, tally) = (
-                Arc::clone(&server),
-                Arc::clone(&written),
-                Arc::clone(&tally),
-            );
-            clients.push(tokio::spawn(async move {
-                while Instant::now() < deadline {
-                    let sent = Instant::now();
-                    // The newest versions completely written before now.
-                    let (min_d, min_v) = {
-                        let w = written.lock().unwrap();
-                        let done = w
-                            .iter()
-                            .filter(|(_, end, _, _)| end.is_some_and(|e| e <= sent));
-                        done.fold((0, 0), |(d, v), (_, _, wd, wv)| (d.max(*wd), v.max(*wv)))
-                    };
-                    let r = server.get("/page.xml").await;
-                    let received = Instant::now();
-                    let body = r.text();
-                    // Whether an edit was under way at some point while
-                    // this request was: then it may see a file half
-                    // written, as any reader would.
-                    let overlapped = written.lock().unwrap().iter().any(|(began, end, _, _)| {
+                    floor
+                };
+                let r = server.get("/page.xml").await;
+                let received = Instant::now();
+                let body = r.text();
+                let overlapped =
+                    edits.lock().unwrap().iter().any(|(began, end, _, _)| {
                         *began <= received && end.is_none_or(|e| e >= sent)
                     });
-                    let mut t = tally.lock().unwrap();
-                    t.responses += 1;
-                    let parsed = body.split_once('|').and_then(|(d, v)| {
-                        Some((d.parse::<usize>().ok()?, v.parse::<usize>().ok()?))
-                    });
-                    match parsed {
-                        Some((d, v)) if d >= min_d && v >= min_v => {}
-                        Some(_) => t.stale.push(format!(
-                            "{body:?} ({}) sent after {min_d:06}|{min_v:06} was written",
-                            r.cache()
-                        )),
-                        None if overlapped => t.overlapped += 1,
-                        None => t.wrong.push(format!("{} {body:?}", r.status)),
-                    }
+                let got: Option<Vec<usize>> = body
+                    .split('|')
+                    .map(|v| v.parse::<usize>().ok())
+                    .collect::<Option<Vec<_>>>()
+                    .filter(|v| v.len() == FIELDS);
+                let mut t = tally.lock().unwrap();
+                t.responses += 1;
+                match got {
+                    Some(got) if got.iter().zip(floor).all(|(g, f)| *g >= f) => {}
+                    Some(_) => t.stale.push(format!(
+                        "{body:?} ({}) sent after {floor:?} was written",
+                        r.cache()
+                    )),
+                    None if overlapped => t.overlapped += 1,
+                    None => t.wrong.push(format!("{} {body:?}", r.status)),
                 }
-            }));
-        }
-        for c in clients {
-            c.await.unwrap();
-        }
-        editor.join().unwrap();
-        let t = tally.lock().unwrap();
-        let edits = written.lock().unwrap().len() - 1;
-        report.push((mode, freshness, t.responses, edits, t.overlapped));
-        assert!(
-            t.stale.is_empty() && t.wrong.is_empty(),
-            "{mode} {freshness}: {} stale and {} wrong of {} responses over {edits} edits; first: {:?} {:?}",
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    editor.join().unwrap();
+    let mut tally = std::mem::take(&mut *tally.lock().unwrap());
+    tally.edits = edits.lock().unwrap().len() - FIELDS;
+    tally
+}
+
+/// The bounded version run in CI: every kind, 1.5 s per combination.
+#[tokio::test(flavor = "multi_thread")]
+async fn concurrent_edits_never_give_a_stale_or_broken_response() {
+    let mut failed = Vec::new();
+    for (mode, freshness) in combinations() {
+        let t = stress(mode, freshness, &ALL_KINDS, Duration::from_millis(1500), 6).await;
+        eprintln!(
+            "{mode} {freshness}: {} responses over {} edits: {} stale, {} wrong ({} broken while a write was under way)",
+            t.responses,
+            t.edits,
             t.stale.len(),
             t.wrong.len(),
-            t.responses,
-            t.stale.first(),
-            t.wrong.first()
+            t.overlapped
         );
-    }
-    for (mode, freshness, responses, edits, overlapped) in report {
-        eprintln!(
-            "{mode} {freshness}: {responses} responses over {edits} edits: 0 stale, 0 wrong \
-             ({overlapped} broken while a write was under way)"
+        assert!(
+            t.responses > 100,
+            "{mode} {freshness}: only {} responses",
+            t.responses
         );
+        if !t.stale.is_empty() || !t.wrong.is_empty() {
+            failed.push(format!(
+                "{mode} {freshness}: {} stale, {} wrong of {}; first: {:?} {:?}",
+                t.stale.len(),
+                t.wrong.len(),
+                t.responses,
+                t.stale.first(),
+                t.wrong.first()
+            ));
+        }
     }
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+}
+
+/// The long version (`bash benches/freshness.sh`): each kind of edit alone
+/// and all together, in every combination, `AXLE_STRESS_SECS` seconds each
+/// (default 10), printed as a table.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "minutes long: run by benches/freshness.sh"]
+async fn long_edit_stress() {
+    let secs: u64 = std::env::var("AXLE_STRESS_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(10);
+    let mut sets: Vec<(String, Vec<Kind>)> = ALL_KINDS
+        .iter()
+        .map(|k| (format!("{k:?}"), vec![*k]))
+        .collect();
+    sets.push(("all".to_string(), ALL_KINDS.to_vec()));
+    println!(
+        "| edits | mode | freshness | responses | edits made | stale | wrong | broken during a write |"
+    );
+    println!("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |");
+    let mut bad = 0;
+    for (name, kinds) in &sets {
+        for (mode, freshness) in combinations() {
+            let t = stress(mode, freshness, kinds, Duration::from_secs(secs), 8).await;
+            bad += t.stale.len() + t.wrong.len();
+            println!(
+                "| {name} | {mode} | {freshness} | {} | {} | {} | {} | {} |",
+                t.responses,
+                t.edits,
+                t.stale.len(),
+                t.wrong.len(),
+                t.overlapped
+            );
+            for line in t.stale.iter().chain(&t.wrong).take(3) {
+                println!("|   | e.g. {line} | | | | | | |");
+            }
+        }
+    }
+    assert_eq!(bad, 0, "stale or wrong responses (table above)");
 }
