@@ -360,6 +360,36 @@ fn build(
 mod tests {
     use super::*;
 
+    #[test]
+    fn media_tokens_are_cut_at_the_first_character_outside_a_name() {
+        let with_media = |media: &str| StylesheetPi {
+            media: Some(media.to_string()),
+            ..Default::default()
+        };
+        for (attr, media, want) in [
+            // Cut at a space, a parenthesis or a semicolon: the media type
+            // before it counts (HTML 4's rule, which AxKit followed).
+            ("screen and (color)", "screen", true),
+            ("print;", "print", true),
+            ("projection, print", "print", true),
+            ("handheld(x)", "handheld", true),
+            // A hyphen is part of the name: `screen-x` is no media type.
+            ("screen-x", "screen", false),
+            ("all", "aural", true),
+            ("tv", "screen", false),
+        ] {
+            assert_eq!(
+                media_matches(&with_media(attr), media),
+                want,
+                "{attr:?} {media}"
+            );
+        }
+        assert!(
+            media_matches(&StylesheetPi::default(), "screen"),
+            "screen by default"
+        );
+    }
+
     fn pi(href: &str, ty: &str, alternate: bool) -> StylesheetPi {
         StylesheetPi {
             href: href.into(),

@@ -309,6 +309,26 @@ mod tests {
     }
 
     #[test]
+    fn long_keys_count_against_the_budget() {
+        // Keys hold the request's path and parameters, which clients
+        // choose: 10 entries whose keys alone are 10 KB each cannot fit in
+        // 64 KiB, whatever the weigher's other terms.
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let memo = HotMemo::new(64 * 1024, None);
+        let long = "q".repeat(10_000);
+        for i in 0..10u32 {
+            let key = FieldKeyBuilder::new("t")
+                .bytes(&i.to_le_bytes())
+                .str(&long)
+                .finish();
+            memo.put(key, i, &root, Vec::new());
+        }
+        let held = memo.cache.len();
+        assert!(held <= 6, "{held} entries with 10 KB keys in 64 KiB");
+    }
+
+    #[test]
     fn the_memo_stays_within_its_budget() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();

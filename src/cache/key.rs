@@ -257,6 +257,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_field_keys_length_is_every_byte_it_holds() {
+        // What the hot memo's weigher counts: a request's path and query
+        // are client-controlled, so a long one must weigh its length.
+        let key = FieldKeyBuilder::new("hot")
+            .str("/a.xml")
+            .str(&"q".repeat(5000))
+            .finish();
+        assert_eq!(key.len(), (8 + 3) + (8 + 6) + (8 + 5000));
+        assert!(!key.is_empty());
+    }
+
+    #[test]
     fn fields_are_length_prefixed() {
         let a = KeyBuilder::new("k").str("ab").str("c").finish();
         let b = KeyBuilder::new("k").str("a").str("bc").finish();
