@@ -148,7 +148,11 @@ impl Pipeline {
                             .compute_stage(walk, index, input, true, earlier)
                             .await?;
                         made = Some((tree, made_whole));
-                        self.store.insert(key, tier, Arc::clone(&entry)).await;
+                        // Kept only if nothing it read changed meanwhile
+                        // (a file read while being written is never kept).
+                        if self.store.holds(&entry) {
+                            self.store.insert(key, tier, Arc::clone(&entry)).await;
+                        }
                         (entry, false)
                     }
                 }
