@@ -331,6 +331,33 @@ pub struct Tally {
     pub wrong: Vec<String>,
 }
 
+impl Tally {
+    /// The counts as table cells: responses, edits, stale, wrong, broken
+    /// during a write.
+    fn row(&self) -> String {
+        format!(
+            "{} | {} | {} | {} | {}",
+            self.responses,
+            self.edits,
+            self.stale.len(),
+            self.wrong.len(),
+            self.overlapped
+        )
+    }
+
+    /// The counts in words.
+    fn summary(&self) -> String {
+        format!(
+            "{} responses over {} edits: {} stale, {} wrong ({} broken while a write was under way)",
+            self.responses,
+            self.edits,
+            self.stale.len(),
+            self.wrong.len(),
+            self.overlapped
+        )
+    }
+}
+
 /// `clients` clients request `/page.xml` for `duration` while an editor
 /// makes edits of `kinds` in turn, every 5-25 ms. A response to a request
 /// sent after version N of a field was completely written must show
@@ -431,14 +458,7 @@ async fn concurrent_edits_never_give_a_stale_or_broken_response() {
     let mut failed = Vec::new();
     for (mode, freshness) in combinations() {
         let t = stress(mode, freshness, &ALL_KINDS, Duration::from_millis(1500), 6).await;
-        eprintln!(
-            "{mode} {freshness}: {} responses over {} edits: {} stale, {} wrong ({} broken while a write was under way)",
-            t.responses,
-            t.edits,
-            t.stale.len(),
-            t.wrong.len(),
-            t.overlapped
-        );
+        eprintln!("{mode} {freshness}: {}", t.summary());
         assert!(
             t.responses > 100,
             "{mode} {freshness}: only {} responses",
@@ -482,14 +502,7 @@ async fn long_edit_stress() {
         for (mode, freshness) in combinations() {
             let t = stress(mode, freshness, kinds, Duration::from_secs(secs), 8).await;
             bad += t.stale.len() + t.wrong.len();
-            println!(
-                "| {name} | {mode} | {freshness} | {} | {} | {} | {} | {} |",
-                t.responses,
-                t.edits,
-                t.stale.len(),
-                t.wrong.len(),
-                t.overlapped
-            );
+            println!("| {name} | {mode} | {freshness} | {} |", t.row());
             for line in t.stale.iter().chain(&t.wrong).take(3) {
                 println!("|   | e.g. {line} | | | | | | |");
             }
