@@ -493,6 +493,8 @@ async fn long_edit_stress() {
         .map(|k| (format!("{k:?}"), vec![*k]))
         .collect();
     sets.push(("all".to_string(), ALL_KINDS.to_vec()));
+    // On a line of its own: the test harness's "test … " precedes it.
+    println!();
     println!(
         "| edits | mode | freshness | responses | edits made | stale | wrong | broken during a write |"
     );
