@@ -390,6 +390,37 @@ mod tests {
         );
     }
 
+    #[test]
+    fn without_a_chosen_style_titled_alternates_do_not_apply() {
+        let titled = |href: &str, title: &str, alternate: bool| StylesheetPi {
+            href: href.into(),
+            r#type: "text/xsl".into(),
+            title: Some(title.into()),
+            alternate,
+            ..Default::default()
+        };
+        let prolog = Prolog {
+            stylesheets: vec![
+                pi("base.xsl", "text/xsl", false),
+                titled("screen.xsl", "screen", false),
+                titled("print.xsl", "print", true),
+            ],
+            ..Default::default()
+        };
+        let hrefs = |selection: &Selection| -> Vec<String> {
+            applicable(&prolog, selection)
+                .iter()
+                .map(|p| p.href.to_string())
+                .collect()
+        };
+        assert_eq!(hrefs(&Selection::default()), ["base.xsl", "screen.xsl"]);
+        let print = Selection {
+            style: Some("Print".into()),
+            ..Default::default()
+        };
+        assert_eq!(hrefs(&print), ["base.xsl", "print.xsl"]);
+    }
+
     fn pi(href: &str, ty: &str, alternate: bool) -> StylesheetPi {
         StylesheetPi {
             href: href.into(),
