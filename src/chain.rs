@@ -391,6 +391,124 @@ mod tests {
     }
 
     #[test]
+    fn every_condition_of_a_processor_must_hold() {
+        let prolog = Prolog {
+            doctype: Some(crate::prolog::Doctype {
+                name: "feed".into(),
+                public_id: Some("-//X//DTD Feed//EN".into()),
+                system_id: Some("feed.dtd".into()),
+                internal_subset: false,
+            }),
+            root: crate::prolog::RootName {
+                prefix: None,
+                local: "feed".into(),
+                namespace: Some("urn:x".into()),
+            },
+            ..Default::default()
+        };
+        let selection = Selection {
+            style: Some("Print".into()),
+            media: "handheld".into(),
+        };
+        let all = When {
+            root: Some("{urn:x}feed".into()),
+            doctype: Some("-//X//DTD Feed//EN".into()),
+            dtd: Some("feed.dtd".into()),
+            uri: Some(regex::Regex::new(r"^/news/").unwrap()),
+            style: Some("print".into()),
+            media: Some("handheld".into()),
+        };
+        assert!(all.holds(&prolog, "/news/a.xml", &selection));
+        assert!(When::default().holds(&prolog, "/other.xml", &Selection::default()));
+        // Each condition alone failing, every other one holding.
+        let fails: [(&str, fn(&mut When)); 6] = [
+            ("root", |w| w.root = Some("feed".into())),
+            ("doctype", |w| w.doctype = Some("-//Y//EN".into())),
+            ("dtd", |w| w.dtd = Some("other.dtd".into())),
+            ("uri", |w| {
+                w.uri = Some(regex::Regex::new("^/old/").unwrap())
+            }),
+            ("style", |w| w.style = Some("screen".into())),
+            ("media", |w| w.media = Some("screen".into())),
+        ];
+        for (name, spoil) in fails {
+            let mut w = all.clone();
+            spoil(&mut w);
+            assert!(!w.holds(&prolog, "/news/a.xml", &selection), "{name}");
+        }
+        // A style condition needs a chosen style; a DOCTYPE condition a
+        // DOCTYPE.
+        let style_only = When {
+            style: Some("print".into()),
+            ..Default::default()
+        };
+        assert!(!style_only.holds(&prolog, "/a.xml", &Selection::default()));
+        let bare = Prolog::default();
+        for w in [
+            When {
+                doctype: Some("-//X//DTD Feed//EN".into()),
+                ..Default::default()
+            },
+            When {
+                dtd: Some("feed.dtd".into()),
+                ..Default::default()
+            },
+        ] {
+            assert!(!w.holds(&bare, "/a.xml", &selection));
+        }
+    }
+
+    #[test]
+    fn a_style_selects_something_only_when_a_pi_has_that_title() {
+        let prolog = Prolog {
+            stylesheets: vec![
+                pi("base.xsl", "text/xsl", false),
+                StylesheetPi {
+                    title: Some("Print".into()),
+                    ..pi("print.xsl", "text/xsl", true)
+                },
+            ],
+            ..Default::default()
+        };
+        assert!(style_selects_something(&prolog, "print"));
+        assert!(!style_selects_something(&prolog, "screen"));
+    }
+
+    #[test]
+    fn media_with_no_pi_falls_back_to_screen_and_screen_has_no_fallback() {
+        let media = |href: &str, media: &str| StylesheetPi {
+            media: Some(media.into()),
+            ..pi(href, "text/xsl", false)
+        };
+        let prolog = Prolog {
+            stylesheets: vec![media("screen.xsl", "screen"), media("tv.xsl", "tv")],
+            ..Default::default()
+        };
+        let hrefs = |m: &str| -> Vec<String> {
+            let selection = Selection {
+                style: None,
+                media: m.into(),
+            };
+            applicable(&prolog, &selection)
+                .iter()
+                .map(|p| p.href.to_string())
+                .collect()
+        };
+        assert_eq!(hrefs("tv"), ["tv.xsl"]);
+        assert_eq!(
+            hrefs("handheld"),
+            ["screen.xsl"],
+            "nothing for handheld: screen's"
+        );
+        let only_tv = Prolog {
+            stylesheets: vec![media("tv.xsl", "tv")],
+            ..Default::default()
+        };
+        let screen = applicable(&only_tv, &Selection::default());
+        assert!(screen.is_empty(), "screen falls back to nothing");
+    }
+
+    #[test]
     fn without_a_chosen_style_titled_alternates_do_not_apply() {
         let titled = |href: &str, title: &str, alternate: bool| StylesheetPi {
             href: href.into(),
