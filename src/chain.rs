@@ -421,7 +421,8 @@ mod tests {
         assert!(all.holds(&prolog, "/news/a.xml", &selection));
         assert!(When::default().holds(&prolog, "/other.xml", &Selection::default()));
         // Each condition alone failing, every other one holding.
-        let fails: [(&str, fn(&mut When)); 6] = [
+        type Spoil = fn(&mut When);
+        let fails: [(&str, Spoil); 6] = [
             ("root", |w| w.root = Some("feed".into())),
             ("doctype", |w| w.doctype = Some("-//Y//EN".into())),
             ("dtd", |w| w.dtd = Some("other.dtd".into())),
