@@ -309,6 +309,49 @@ mod tests {
     }
 
     #[test]
+    fn an_entry_weighs_its_key_value_and_every_check() {
+        // The weigher is what keeps the memo in its budget: a response
+        // depending on many files (long paths, each with its stamp) must
+        // weigh them all. Spelled out: key bytes + value + per check the
+        // path's bytes and 64 for its stamp + 96 for bookkeeping.
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let checks: Vec<Check> = (0..20)
+            .map(|i| {
+                let path = root.join(format!("{i:03}-{}", "p".repeat(100)));
+                std::fs::write(&path, "x").unwrap();
+                check(&path, Stamp::current(&path).unwrap())
+            })
+            .collect();
+        let stamp = Stamp::current(&root).unwrap();
+        let paths: usize = checks.iter().map(|c| c.path.as_os_str().len()).sum();
+        let key = FieldKeyBuilder::new("t").str("/a.xml").finish();
+        let key_len = key.len();
+        let memo = HotMemo::new(1 << 20, None);
+        memo.put(key.clone(), 7u32, &root, checks.clone());
+        assert_eq!(
+            memo.cache.weight() as usize,
+            key_len + 4 + paths + 20 * 64 + 96
+        );
+        // Watching: a token of 32 bytes and 24 per name (one name each,
+        // the files being in the root), and the one check by stat.
+        let linked = Check {
+            path: root.join("link/x"),
+            stamp,
+            canonical: false,
+        };
+        let mut all = checks;
+        all.push(linked.clone());
+        let memo = HotMemo::new(1 << 20, Some(Arc::new(Watcher::new(10, None).unwrap())));
+        memo.put(key, 7u32, &root, all);
+        let stat = linked.path.as_os_str().len() + 64;
+        assert_eq!(
+            memo.cache.weight() as usize,
+            key_len + 4 + (32 + 20 * 24) + stat + 96
+        );
+    }
+
+    #[test]
     fn long_keys_count_against_the_budget() {
         // Keys hold the request's path and parameters, which clients
         // choose: 10 entries whose keys alone are 10 KB each cannot fit in
