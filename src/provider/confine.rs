@@ -10,7 +10,7 @@ use crate::cache::Fingerprints;
 
 /// A path that exists, was canonicalized (symlinks resolved) and lies inside
 /// the root. Only [`confine`] and [`confine_url`] build one.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ConfinedPath {
     abs: PathBuf,
     rel: String,
@@ -37,17 +37,6 @@ impl std::hash::Hash for Named {
     fn hash<H: std::hash::Hasher>(&self, _: &mut H) {}
 }
 
-impl PartialOrd for Named {
-    fn partial_cmp(&self, other: &Named) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Named {
-    fn cmp(&self, _: &Named) -> std::cmp::Ordering {
-        std::cmp::Ordering::Equal
-    }
-}
 
 /// Characters kept as they are in a URL path segment (RFC 3986 `pchar`
 /// without `%`): everything else is percent-encoded.
