@@ -37,7 +37,6 @@ impl std::hash::Hash for Named {
     fn hash<H: std::hash::Hasher>(&self, _: &mut H) {}
 }
 
-
 /// Characters kept as they are in a URL path segment (RFC 3986 `pchar`
 /// without `%`): everything else is percent-encoded.
 const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
@@ -383,6 +382,29 @@ mod tests {
 
     fn confine_url_plain(root: &Path, url: &str) -> Result<ConfinedPath, ProviderError> {
         confine_url(root, url, &Fingerprints::new(16))
+    }
+
+    #[test]
+    fn a_path_through_a_symlink_keeps_the_name_it_was_reached_by() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir(root.join("v1")).unwrap();
+        std::fs::write(root.join("v1/a.xsl"), "x").unwrap();
+        std::os::unix::fs::symlink("v1", root.join("current")).unwrap();
+        let linked = confine_plain(&root, "/current/a.xsl").unwrap();
+        assert_eq!(linked.as_path(), root.join("v1/a.xsl"));
+        assert_eq!(
+            linked.named().map(|p| p.to_path_buf()),
+            Some(root.join("current/a.xsl"))
+        );
+        let dep = linked.dep(crate::cache::ContentHash::of(b"x"));
+        assert_eq!(dep.named_path(), root.join("current/a.xsl"));
+        // A canonical name needs no second name; both are one path.
+        let direct = confine_plain(&root, "/v1/a.xsl").unwrap();
+        assert_eq!(direct.named(), None);
+        assert_eq!(direct, linked);
+        let via_url = confine_url_plain(&root, "file:///current/a.xsl").unwrap();
+        assert!(via_url.named().is_some());
     }
 
     fn site() -> (tempfile::TempDir, PathBuf) {
