@@ -385,6 +385,24 @@ mod tests {
     }
 
     #[test]
+    fn urls_with_a_scheme_are_refused_as_such() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("x:/y")).unwrap();
+        std::fs::write(root.join("x:/y/z.xml"), "z").unwrap();
+        // Anything with a scheme but file: is refused outright, even when
+        // it also reads as a path under the root, and says why.
+        for url in ["http://host/a.xml", "/x://y/z.xml", "file:/etc/passwd"] {
+            match confine_url_plain(&root, url) {
+                Err(ProviderError::Outside(why)) => {
+                    assert!(why.contains("only files under the root"), "{url}: {why}")
+                }
+                other => panic!("{url}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
     fn a_path_through_a_symlink_keeps_the_name_it_was_reached_by() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
