@@ -385,6 +385,19 @@ mod tests {
     }
 
     #[test]
+    fn a_backslash_or_a_nul_alone_is_refused_even_where_such_a_file_exists() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::write(root.join("a\\b.xml"), "x").unwrap();
+        for url in ["/a%5Cb.xml", "/a%00b.xml"] {
+            assert!(
+                matches!(confine_plain(&root, url), Err(ProviderError::Outside(_))),
+                "{url}"
+            );
+        }
+    }
+
+    #[test]
     fn urls_with_a_scheme_are_refused_as_such() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
