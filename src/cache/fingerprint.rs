@@ -45,8 +45,8 @@ impl Stamp {
     /// The stamp of `meta`.
     pub fn of(meta: &std::fs::Metadata) -> Self {
         Stamp {
-            mtime_ns: i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
-            ctime_ns: i128::from(meta.ctime()) * 1_000_000_000 + i128::from(meta.ctime_nsec()),
+            mtime_ns: nanos(meta.mtime(), meta.mtime_nsec()),
+            ctime_ns: nanos(meta.ctime(), meta.ctime_nsec()),
             size: meta.size(),
             inode: meta.ino(),
             device: meta.dev(),
@@ -61,6 +61,12 @@ impl Stamp {
     pub fn hard_linked(&self) -> bool {
         self.links > 1
     }
+}
+
+/// A timestamp (seconds and nanoseconds, as `stat` gives them) in
+/// nanoseconds: one number per instant, so equal stamps mean equal times.
+fn nanos(secs: i64, nsec: i64) -> i128 {
+    i128::from(secs) * 1_000_000_000 + i128::from(nsec)
 }
 
 /// A bounded memo `path → (stamp, content hash)`, and of paths known to be
@@ -514,6 +520,30 @@ mod tests {
         assert_eq!(f.hash(&p).unwrap(), ContentHash::of(b"tre"));
         assert_eq!(f.hash(&p).unwrap(), ContentHash::of(b"tre"));
         assert!(vouched(&f, &p), "watched again");
+    }
+
+    #[test]
+    fn timestamps_are_counted_in_nanoseconds() {
+        assert_eq!(nanos(3, 7), 3_000_000_007);
+        assert_eq!(nanos(0, 999_999_999), 999_999_999);
+        assert_ne!(nanos(1, 0), nanos(0, 1));
+        assert_ne!(nanos(2, 0), nanos(1, 0));
+        assert_eq!(nanos(-1, 500_000_000), -500_000_000);
+    }
+
+    #[test]
+    fn a_file_that_changed_between_its_read_and_its_watch_is_not_vouched_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let p = root.join("a.xml");
+        std::fs::write(&p, "one").unwrap();
+        let (f, _watcher) = watched(&root);
+        let (read_at, hash) = f.stamped(&p).unwrap();
+        std::fs::write(&p, "three").unwrap();
+        // Watched now, with the stamp the read saw: the file has another.
+        f.try_watch(&p, read_at, hash);
+        assert!(!vouched(&f, &p));
+        assert_eq!(f.hash(&p).unwrap(), ContentHash::of(b"three"));
     }
 
     #[test]
