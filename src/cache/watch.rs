@@ -156,7 +156,7 @@ impl Watcher {
         loop {
             let events = match inotify.read_events(buffer) {
                 Ok(events) => events,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if queue_empty(&e) => return,
                 Err(e) => {
                     // Cannot tell what changed: everything is stale.
                     tracing::warn!(error = %e, "reading file-change events failed");
@@ -345,9 +345,28 @@ impl Watcher {
     }
 }
 
+/// Whether a failed read of the event queue only means it is empty (the
+/// descriptor is non-blocking); any other error leaves the changes
+/// unknown, so everything counts as changed.
+fn queue_empty(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::WouldBlock
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_an_empty_queue_is_not_an_error() {
+        assert!(queue_empty(&io::Error::from(io::ErrorKind::WouldBlock)));
+        for kind in [
+            io::ErrorKind::Other,
+            io::ErrorKind::Interrupted,
+            io::ErrorKind::InvalidInput,
+        ] {
+            assert!(!queue_empty(&io::Error::from(kind)), "{kind:?}");
+        }
+    }
 
     fn fresh(w: &Watcher, t: &Token) -> bool {
         w.sync();
