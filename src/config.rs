@@ -7,6 +7,10 @@ use std::path::PathBuf;
 
 use crate::ffi::Limits;
 
+mod limits;
+
+pub use limits::{HttpLimits, RenderLimits, parse_duration};
+
 /// How transform results are cached (chosen at start-up, `--cache`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
 pub enum CacheMode {
@@ -90,6 +94,10 @@ pub struct ServeConfig {
     /// at start, naming the address, instead of silently splitting
     /// requests between two servers.
     pub reuse_port: bool,
+    /// Connection and request limits.
+    pub http: HttpLimits,
+    /// What one render may spend.
+    pub render: RenderLimits,
 }
 
 impl ServeConfig {
@@ -106,6 +114,8 @@ impl ServeConfig {
             force_byte_handoff: false,
             freshness: Freshness::Watch,
             reuse_port: false,
+            http: HttpLimits::default(),
+            render: RenderLimits::default(),
         }
     }
 }

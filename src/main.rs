@@ -5,11 +5,15 @@ use std::io::{IsTerminal, Write};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
 use axle::Registry;
-use axle::config::{CacheMode, Freshness, ServeConfig, parse_listen, parse_size};
+use axle::config::{
+    CacheMode, Freshness, HttpLimits, RenderLimits, ServeConfig, parse_duration, parse_listen,
+    parse_size,
+};
 use axle::http::HttpError;
 use axle::pipeline::Pipeline;
 use axle::provider::{Provider, ResourceKind};
@@ -47,6 +51,100 @@ struct DtdArgs {
     /// (the same trees either way; this is the switch to compare them).
     #[arg(long)]
     no_shared_dtds: bool,
+}
+
+/// `serve`'s limits (docs/security.md has the table and the reasons for
+/// each default). Durations: `10s`, `500ms`, `2m`; sizes: `128MiB`.
+#[derive(clap::Args, Debug)]
+struct LimitArgs {
+    /// Time a client has to send a whole request head.
+    #[arg(long, value_parser = parse_duration, default_value = "10s")]
+    header_timeout: Duration,
+    /// Time an idle keep-alive connection is kept open.
+    #[arg(long, value_parser = parse_duration, default_value = "60s")]
+    keepalive_timeout: Duration,
+    /// Time a client has to take one response.
+    #[arg(long, value_parser = parse_duration, default_value = "60s")]
+    write_timeout: Duration,
+    /// Time in-flight requests get after SIGTERM before they are cut.
+    #[arg(long, value_parser = parse_duration, default_value = "10s")]
+    shutdown_timeout: Duration,
+    /// Connections served at once; more wait in the listen backlog.
+    #[arg(long, default_value_t = HttpLimits::default().max_connections)]
+    max_connections: usize,
+    /// Header fields per request (431 past it).
+    #[arg(long, default_value_t = HttpLimits::default().max_header_count)]
+    max_header_count: usize,
+    /// Bytes of a request head (431 past it).
+    #[arg(long, value_parser = parse_size, default_value = "64KiB")]
+    max_header_size: u64,
+    /// Bytes of a request target (414 past it).
+    #[arg(long, value_parser = parse_size, default_value = "8KiB")]
+    max_uri_size: u64,
+    /// Parameters in a query string (414 past it).
+    #[arg(long, default_value_t = HttpLimits::default().max_query_params)]
+    max_query_params: usize,
+    /// Fields in a form body (413 past it).
+    #[arg(long, default_value_t = HttpLimits::default().max_form_fields)]
+    max_form_fields: usize,
+    /// Bytes of a request body (413 past it).
+    #[arg(long, value_parser = parse_size, default_value = "1MiB")]
+    max_body_size: u64,
+    /// Wall-clock time one render may take (504 past it).
+    #[arg(long, value_parser = parse_duration, default_value = "10s")]
+    render_timeout: Duration,
+    /// Memory libxml2 and libxslt may hold for one render (500 past it).
+    #[arg(long, value_parser = parse_size, default_value = "256MiB")]
+    render_memory: u64,
+    /// Bytes of a source document.
+    #[arg(long, value_parser = parse_size, default_value = "64MiB")]
+    max_source_size: u64,
+    /// Bytes of a rendered response.
+    #[arg(long, value_parser = parse_size, default_value = "64MiB")]
+    max_output_size: u64,
+    /// Stages in one chain.
+    #[arg(long, default_value_t = RenderLimits::default().max_chain)]
+    max_chain: usize,
+    /// `axle:` documents rendered for one request, nested ones included.
+    #[arg(long, default_value_t = RenderLimits::default().max_nested)]
+    max_nested: usize,
+    /// Renders waiting for a transform thread (503 past it).
+    #[arg(long, default_value_t = RenderLimits::default().max_queue)]
+    max_queue: usize,
+    /// Renders of one URL path at once (0: one fewer than the transform
+    /// threads, at least 1).
+    #[arg(long, default_value_t = RenderLimits::default().max_per_url)]
+    max_per_url: usize,
+}
+
+impl LimitArgs {
+    /// Writes these limits into `config`.
+    fn apply(&self, config: &mut ServeConfig) {
+        let size = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+        config.http = HttpLimits {
+            header_timeout: self.header_timeout,
+            keepalive_timeout: self.keepalive_timeout,
+            write_timeout: self.write_timeout,
+            shutdown_timeout: self.shutdown_timeout,
+            max_connections: self.max_connections,
+            max_header_count: self.max_header_count,
+            max_header_bytes: size(self.max_header_size),
+            max_uri_bytes: size(self.max_uri_size),
+            max_query_params: self.max_query_params,
+            max_form_fields: self.max_form_fields,
+            max_body_bytes: size(self.max_body_size),
+        };
+        config.render = RenderLimits {
+            timeout: self.render_timeout,
+            memory: self.render_memory,
+            max_source_bytes: self.max_source_size,
+            max_output_bytes: self.max_output_size,
+            max_chain: self.max_chain,
+            max_nested: self.max_nested,
+            max_queue: self.max_queue,
+            max_per_url: self.max_per_url,
+        };
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -89,6 +187,8 @@ enum Command {
         config: Option<PathBuf>,
         #[command(flatten)]
         dtds: DtdArgs,
+        #[command(flatten)]
+        limits: LimitArgs,
     },
     /// Validate a site configuration without serving: its keys and values,
     /// and that every stylesheet it names exists under the root.
@@ -198,9 +298,11 @@ fn main() -> ExitCode {
             freshness,
             config: site_file,
             dtds,
+            limits,
         } => {
             set_shared_dtds(&dtds);
             let mut config = ServeConfig::new(root.unwrap_or_else(default_root));
+            limits.apply(&mut config);
             config.listen = listen;
             config.reuse_port = reuse_port;
             config.cache_mode = cache;
@@ -430,5 +532,24 @@ async fn render(
         // an error worth a message, as for any Unix filter.
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         other => other.map_err(|e| format!("writing the output: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_flags_defaults_are_the_library_defaults() {
+        let cli = Cli::try_parse_from(["axle", "serve"]).unwrap();
+        let Command::Serve { limits, .. } = cli.command else {
+            panic!("not serve");
+        };
+        let mut config = ServeConfig::new(".");
+        config.http.max_connections = 1;
+        config.render.max_chain = 1;
+        limits.apply(&mut config);
+        assert_eq!(config.http, HttpLimits::default());
+        assert_eq!(config.render, RenderLimits::default());
     }
 }
