@@ -564,6 +564,31 @@ fn malformed_table() {
             0,
         ),
         (
+            "XML declaration with version twice",
+            b"<?xml version='1.0' version='1.0'?><a/>",
+            0,
+        ),
+        (
+            "XML declaration with encoding twice",
+            b"<?xml version='1.0' encoding='UTF-8' encoding='UTF-8'?><a/>",
+            0,
+        ),
+        (
+            "XML declaration with standalone twice",
+            b"<?xml version='1.0' standalone='no' standalone='no'?><a/>",
+            0,
+        ),
+        (
+            "XML declaration with encoding after standalone",
+            b"<?xml version='1.0' standalone='no' encoding='UTF-8'?><a/>",
+            0,
+        ),
+        (
+            "XML declaration with standalone first",
+            b"<?xml standalone='no' version='1.0'?><a/>",
+            0,
+        ),
+        (
             "XML declaration with junk",
             b"<?xml version='1.0' foo='bar'?><a/>",
             0,
