@@ -75,6 +75,20 @@ void shim_ctxt_limits(xsltTransformContextPtr c, int max_depth, int max_vars,
 
 int shim_ctxt_state(xsltTransformContextPtr c) { return (int)c->state; }
 
+/*
+ * Asks a running transform to stop at its next check: libxslt tests the
+ * context's state between instructions and its op limit per instruction;
+ * libxml2 tests the XPath op limit per op. Called by Axle's watchdog thread
+ * while the transform runs on another thread (src/ffi/budget.rs): plain
+ * aligned word stores, made volatile so they are not elided; the running
+ * thread sees them at a later check.
+ */
+void shim_ctxt_stop(xsltTransformContextPtr c) {
+    *(volatile xsltTransformState *)&c->state = XSLT_STATE_STOPPED;
+    *(volatile unsigned long *)&c->opLimit = 1;
+    if (c->xpathCtxt != NULL) *(volatile unsigned long *)&c->xpathCtxt->opLimit = 1;
+}
+
 /* Process XInclude in documents that document() loads (xsltproc --xinclude). */
 void shim_ctxt_xinclude(xsltTransformContextPtr c, int on) { c->xinclude = on; }
 

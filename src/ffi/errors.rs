@@ -39,10 +39,22 @@ pub enum XmlError {
     /// Serializing the result failed.
     #[error("serialization failed: {0}")]
     Serialize(String),
+    /// The render was stopped from outside: past its deadline, over its
+    /// memory budget, or its client went away.
+    #[error("the render was stopped: {}", stopped_reason(*.0))]
+    Stopped(super::Exceeded),
     /// The input cannot be handed to libxml2 at all (too large, or a
     /// parameter containing a NUL byte).
     #[error("{0}")]
     Input(String),
+}
+
+fn stopped_reason(why: super::Exceeded) -> &'static str {
+    match why {
+        super::Exceeded::Deadline => "it ran past its time limit",
+        super::Exceeded::Memory => "it needed more memory than its budget",
+        super::Exceeded::Cancelled => "its client went away",
+    }
 }
 
 fn location(file: Option<&str>, line: Option<u32>) -> String {

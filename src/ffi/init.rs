@@ -13,6 +13,7 @@ use std::ptr;
 use std::sync::Once;
 use std::sync::atomic::{AtomicPtr, Ordering};
 
+use super::budget;
 use super::resolve::{entity_loader, io_close, io_match, io_open, io_read};
 use super::{opt_string, sys};
 
@@ -30,6 +31,15 @@ pub fn init() {
         // ours; these functions set process globals and take no pointers
         // except the function pointers, which are 'static.
         unsafe {
+            // Every libxml2/libxslt allocation through the budget's hooks
+            // (src/ffi/budget.rs), set before the libraries allocate.
+            sys::xmlGcMemSetup(
+                budget::counted_free,
+                budget::counted_malloc,
+                budget::counted_malloc,
+                budget::counted_realloc,
+                budget::counted_strdup,
+            );
             sys::xmlInitParser();
             sys::xsltInit();
             sys::exsltRegisterAll();

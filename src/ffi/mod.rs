@@ -31,6 +31,7 @@
 //! code above this module.
 #![allow(unsafe_code)]
 
+mod budget;
 mod doc;
 mod dtd;
 mod errors;
@@ -42,6 +43,7 @@ mod stylesheet;
 mod sys;
 mod transform;
 
+pub use budget::{BudgetScope, Exceeded, RenderBudget};
 pub use doc::XmlDoc;
 pub use dtd::{DoctypeIds, set_shared_dtds};
 pub use errors::{XmlError, axle_error_sink, axle_structured_sink};
@@ -53,7 +55,7 @@ pub use raw_prolog::{RawProlog, prolog_via_libxml};
 pub use resolve::{Loaded, RefuseAll, Resolver};
 pub use result::ResultDoc;
 pub use stylesheet::{OutputSettings, Stylesheet};
-pub use transform::{Limits, xpath_string_literal};
+pub use transform::Limits;
 
 use std::ffi::{CStr, CString};
 use std::os::raw::{c_char, c_int};

@@ -352,6 +352,8 @@ pub(super) struct Lease<'a> {
     style: &'a Stylesheet,
     pub(super) compiled: Arc<Compiled>,
     _here: RunningHere,
+    /// False once the instance must not be reused.
+    keep: bool,
 }
 
 impl<'a> Lease<'a> {
@@ -360,14 +362,30 @@ impl<'a> Lease<'a> {
             style,
             compiled,
             _here: RunningHere::enter(style.key()),
+            keep: true,
         }
+    }
+
+    /// Drops the instance instead of giving it back: a transform stopped
+    /// from outside may have left its per-transform state half-written.
+    /// A transform that needs an instance later compiles a new one.
+    pub(super) fn discard(mut self) {
+        self.keep = false;
+        self.style.instances.fetch_sub(1, Ordering::Relaxed);
+        self.style.no_more.store(false, Ordering::Release);
+        // Under the lock a waiter holds while it decides to wait, so it
+        // cannot miss the wake-up.
+        let _idle = self.style.idle();
+        self.style.returned.notify_all();
     }
 }
 
 impl Drop for Lease<'_> {
     fn drop(&mut self) {
-        self.style.idle().push(Arc::clone(&self.compiled));
-        self.style.returned.notify_one();
+        if self.keep {
+            self.style.idle().push(Arc::clone(&self.compiled));
+            self.style.returned.notify_one();
+        }
     }
 }
 

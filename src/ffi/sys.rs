@@ -57,6 +57,23 @@ pub const XML_HTML_DOCUMENT_NODE: c_int = 13;
 unsafe extern "C" {
     pub static xmlFree: unsafe extern "C" fn(*mut c_void);
     pub fn xmlInitParser();
+    pub fn xmlMemSetup(
+        free: unsafe extern "C" fn(*mut c_void),
+        malloc: unsafe extern "C" fn(usize) -> *mut c_void,
+        realloc: unsafe extern "C" fn(*mut c_void, usize) -> *mut c_void,
+        strdup: unsafe extern "C" fn(*const c_char) -> *mut c_char,
+    ) -> c_int;
+    pub fn xmlGcMemSetup(
+        free: unsafe extern "C" fn(*mut c_void),
+        malloc: unsafe extern "C" fn(usize) -> *mut c_void,
+        malloc_atomic: unsafe extern "C" fn(usize) -> *mut c_void,
+        realloc: unsafe extern "C" fn(*mut c_void, usize) -> *mut c_void,
+        strdup: unsafe extern "C" fn(*const c_char) -> *mut c_char,
+    ) -> c_int;
+    pub fn malloc(size: usize) -> *mut c_void;
+    pub fn realloc(p: *mut c_void, size: usize) -> *mut c_void;
+    pub fn free(p: *mut c_void);
+    pub fn malloc_usable_size(p: *mut c_void) -> usize;
     pub fn xmlReadMemory(
         buffer: *const c_char,
         size: c_int,
@@ -93,6 +110,10 @@ unsafe extern "C" {
     ) -> *mut xsltTransformContext;
     pub fn xsltFreeTransformContext(ctxt: *mut xsltTransformContext);
     pub fn xsltSetCtxtParseOptions(ctxt: *mut xsltTransformContext, options: c_int) -> c_int;
+    pub fn xsltQuoteUserParams(
+        ctxt: *mut xsltTransformContext,
+        params: *const *const c_char,
+    ) -> c_int;
     pub fn xsltApplyStylesheetUser(
         style: *mut xsltStylesheet,
         doc: *mut xmlDoc,
@@ -168,6 +189,7 @@ unsafe extern "C" {
         xpath_op_limit: c_ulong,
     );
     pub fn shim_ctxt_state(c: *mut xsltTransformContext) -> c_int;
+    pub fn shim_ctxt_stop(c: *mut xsltTransformContext);
     pub fn shim_ctxt_xinclude(c: *mut xsltTransformContext, on: c_int);
     pub fn shim_out_method(s: *mut xsltStylesheet) -> *const c_char;
     pub fn shim_out_media_type(s: *mut xsltStylesheet) -> *const c_char;

@@ -308,11 +308,110 @@ fn prolog_fallback_reads_latin1_documents() {
     assert_eq!(p.root, Some((None, "r".into(), Some("urn:x".into()))));
 }
 
+/// Parameters are literal strings, never XPath: quotes of both kinds,
+/// 15 KB of them, and text that would be an expression all come back as
+/// they were given.
 #[test]
-fn xpath_literals() {
-    assert_eq!(xpath_string_literal("a"), "'a'");
-    assert_eq!(xpath_string_literal("a'b"), "\"a'b\"");
-    assert_eq!(xpath_string_literal("a'b\"c"), "concat('a', \"'\", 'b\"c')");
+fn parameters_are_literals() {
+    let xsl = xsl(r#"<xsl:output method="text"/><xsl:param name="p" select="'default'"/>
+<xsl:template match="/"><xsl:value-of select="$p"/></xsl:template>"#);
+    let quotes = "'\"".repeat(7_500);
+    for value in ["plain", "a'b\"c", "count(/*)", "concat('x', 'y')", quotes.as_str()] {
+        let params = [("p".to_string(), value.to_string())];
+        let out = run_with(&xsl, "<a/>", &params, refuse()).unwrap();
+        assert_eq!(out, value.as_bytes(), "{}", &value[..value.len().min(40)]);
+    }
+}
+
+/// A stylesheet whose one XPath expression is cubic in the number of `n`
+/// elements (over 400: 64 million node visits inside one `count()`, never
+/// an instruction boundary), and a document with `n` of them.
+fn cubic(n: usize) -> (String, String) {
+    let xsl = xsl(r#"<xsl:output method="text"/><xsl:template match="/">
+<xsl:value-of select="count(//n[count(//n[count(//n) > 0]) > 0])"/></xsl:template>"#);
+    (xsl, format!("<r>{}</r>", "<n/>".repeat(n)))
+}
+
+fn run_budgeted(
+    xsl: &str,
+    xml: &str,
+    budget: &RenderBudget,
+) -> (Result<Vec<u8>, XmlError>, Option<Exceeded>, std::time::Duration) {
+    let started = std::time::Instant::now();
+    let scope = BudgetScope::enter(budget);
+    let out = run_with(xsl, xml, &[], refuse());
+    let why = scope.check();
+    (out, why, started.elapsed())
+}
+
+#[test]
+fn a_render_past_its_deadline_is_stopped_inside_xpath_and_its_stylesheet_runs_again() {
+    let (xsl, xml) = cubic(1000);
+    let style = Arc::new(Stylesheet::compile(xsl.as_bytes(), "/site/style.xsl", refuse()).unwrap());
+    let budget = RenderBudget {
+        deadline: Some(std::time::Instant::now() + std::time::Duration::from_millis(300)),
+        ..RenderBudget::unlimited()
+    };
+    let started = std::time::Instant::now();
+    let scope = BudgetScope::enter(&budget);
+    let doc = XmlDoc::parse(xml.as_bytes(), "/site/doc.xml", refuse()).unwrap();
+    let out = style.transform(doc, "/site/doc.xml", &[], &Limits::default(), refuse());
+    assert_eq!(scope.check(), Some(Exceeded::Deadline));
+    drop(scope);
+    let took = started.elapsed();
+    assert!(matches!(out, Err(XmlError::Stopped(Exceeded::Deadline))), "{:?}", out.err());
+    assert!(took < std::time::Duration::from_secs(5), "stopped after {took:?}");
+    // The stopped instance was dropped; the stylesheet compiles another
+    // and runs to its end.
+    let (_, small) = cubic(5);
+    let doc = XmlDoc::parse(small.as_bytes(), "/site/doc.xml", refuse()).unwrap();
+    let out = style
+        .transform(doc, "/site/doc.xml", &[], &Limits::default(), refuse())
+        .unwrap();
+    assert_eq!(out.serialize().unwrap(), b"5");
+}
+
+#[test]
+fn a_cancelled_render_is_stopped() {
+    let (xsl, xml) = cubic(1000);
+    let budget = RenderBudget::unlimited();
+    let cancel = Arc::clone(&budget.cancel);
+    let setter = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        cancel.store(true, Ordering::Release);
+    });
+    let (out, why, took) = run_budgeted(&xsl, &xml, &budget);
+    setter.join().unwrap();
+    assert!(matches!(out, Err(XmlError::Stopped(Exceeded::Cancelled))), "{out:?}");
+    assert_eq!(why, Some(Exceeded::Cancelled));
+    assert!(took < std::time::Duration::from_secs(5), "stopped after {took:?}");
+}
+
+#[test]
+fn a_render_over_its_memory_budget_fails_and_the_next_one_runs() {
+    // Doubles a string 24 times: 16 MiB of text, copies included more.
+    let xsl = xsl(r#"<xsl:output method="text"/><xsl:template match="/">
+<xsl:call-template name="double"><xsl:with-param name="s" select="'0123456789abcdef'"/><xsl:with-param name="n" select="24"/></xsl:call-template>
+</xsl:template>
+<xsl:template name="double"><xsl:param name="s"/><xsl:param name="n"/>
+<xsl:choose><xsl:when test="$n = 0"><xsl:value-of select="string-length($s)"/></xsl:when>
+<xsl:otherwise><xsl:call-template name="double"><xsl:with-param name="s" select="concat($s, $s)"/><xsl:with-param name="n" select="$n - 1"/></xsl:call-template></xsl:otherwise></xsl:choose>
+</xsl:template>"#);
+    let budget = RenderBudget {
+        memory: 8 << 20,
+        ..RenderBudget::unlimited()
+    };
+    let (out, why, _) = run_budgeted(&xsl, "<a/>", &budget);
+    assert!(matches!(out, Err(XmlError::Stopped(Exceeded::Memory))), "{out:?}");
+    assert_eq!(why, Some(Exceeded::Memory));
+    // With room, the same render completes.
+    let budget = RenderBudget {
+        memory: 1 << 30,
+        ..RenderBudget::unlimited()
+    };
+    let (out, why, _) = run_budgeted(&xsl, "<a/>", &budget);
+    assert_eq!(out.unwrap(), (16u64 << 24).to_string().as_bytes());
+    assert_eq!(why, None);
 }
 
 /// The serializer's text escaping (the shim's own, for speed) writes what

@@ -1,14 +1,15 @@
 //! Running a transform: [`Limits`] (the budgets each transform gets) and
 //! [`Stylesheet::transform`], which leases a compiled instance, sets up a
 //! libxslt transform context (parse options, security prefs, error
-//! capture, limits) and hands back a [`ResultDoc`]; and quoting string
-//! parameters as XPath literals.
+//! capture, limits) and hands back a [`ResultDoc`]; and passing string
+//! parameters as literals.
 
 use std::ffi::CString;
 use std::os::raw::{c_char, c_int};
 use std::ptr::{self, NonNull};
 use std::sync::Arc;
 
+use super::budget;
 use super::errors::{begin, take_messages};
 use super::init::SEC_PREFS;
 use super::resolve::ResolverGuard;
@@ -43,8 +44,8 @@ impl Default for Limits {
 
 impl Stylesheet {
     /// Transforms `doc` (consumed: libxslt mutates its input). `params` are
-    /// `(name, string value)` pairs; values are passed as XPath string
-    /// literals, so any text is safe. `document()` and other loads go to
+    /// `(name, string value)` pairs; values are passed as literal strings
+    /// (`xsltQuoteUserParams`), never evaluated, so any text is safe. `document()` and other loads go to
     /// `resolver`.
     pub fn transform(
         self: &Arc<Self>,
@@ -57,7 +58,7 @@ impl Stylesheet {
         let mut c_params: Vec<CString> = Vec::with_capacity(params.len() * 2);
         for (name, value) in params {
             c_params.push(c_string(name, "parameter name")?);
-            c_params.push(c_string(&xpath_string_literal(value), "parameter value")?);
+            c_params.push(c_string(value, "parameter value")?);
         }
         let mut param_ptrs: Vec<*const c_char> = c_params.iter().map(|c| c.as_ptr()).collect();
         param_ptrs.push(ptr::null());
@@ -84,6 +85,7 @@ impl Stylesheet {
             if !sec.is_null() {
                 sys::xsltSetCtxtSecurityPrefs(sec.cast(), ctxt);
             }
+            let registered = budget::register(ctxt);
             sys::shim_set_transform_error(ctxt);
             sys::shim_ctxt_xinclude(ctxt, c_int::from(limits.xinclude));
             sys::shim_ctxt_limits(
@@ -93,19 +95,38 @@ impl Stylesheet {
                 std::os::raw::c_ulong::try_from(limits.max_ops).unwrap_or(0),
                 std::os::raw::c_ulong::try_from(limits.max_xpath_ops).unwrap_or(0),
             );
-            let result = sys::xsltApplyStylesheetUser(
+            // Values are literal strings, never XPath text (xsltproc's
+            // --stringparam), whatever quotes they hold.
+            let quoted = sys::xsltQuoteUserParams(ctxt, param_ptrs.as_ptr());
+            let result = if quoted != 0 {
+                ptr::null_mut()
+            } else {
+                sys::xsltApplyStylesheetUser(
                 style,
                 doc_ptr,
-                param_ptrs.as_ptr(),
+                ptr::null(),
                 ptr::null(),
                 ptr::null_mut(),
                 ctxt,
-            );
+            )
+            };
             let state = sys::shim_ctxt_state(ctxt);
+            drop(registered); // before the context is freed
             sys::xsltFreeTransformContext(ctxt);
             (result, state)
         };
         drop(doc); // the source is freed after its context
+        if let Some(why) = budget::exceeded_here() {
+            lease.discard();
+            let _ = take_messages();
+            if let Some(ptr) = NonNull::new(result) {
+                drop(XmlDoc {
+                    ptr,
+                    borrows_dtd: false,
+                });
+            }
+            return Err(XmlError::Stopped(why));
+        }
         let compiled = Arc::clone(&lease.compiled);
         drop(lease);
         let messages = take_messages();
@@ -139,21 +160,5 @@ impl Stylesheet {
                 }))
             }
         }
-    }
-}
-
-/// Quotes `value` as an XPath 1.0 string literal. XPath has no escapes, so a
-/// value holding both quote kinds becomes a `concat()` of pieces.
-pub fn xpath_string_literal(value: &str) -> String {
-    if !value.contains('\'') {
-        format!("'{value}'")
-    } else if !value.contains('"') {
-        format!("\"{value}\"")
-    } else {
-        let pieces: Vec<String> = value
-            .split('\'')
-            .map(|piece| format!("'{piece}'"))
-            .collect();
-        format!("concat({})", pieces.join(", \"'\", "))
     }
 }
