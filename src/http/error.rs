@@ -6,6 +6,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use crate::chain::ChainError;
+use crate::pipeline::Exceeded;
 use crate::pipeline::PipelineError;
 use crate::provider::ProviderError;
 
@@ -30,6 +31,19 @@ pub enum HttpError {
         content_type: String,
         /// The page.
         body: bytes::Bytes,
+    },
+    /// A render refused or stopped by a limit: 503 (busy, with
+    /// `Retry-After`), 504 (past its deadline) or 500 (over a budget).
+    #[error("{title}: {detail}")]
+    Limited {
+        /// The status.
+        status: StatusCode,
+        /// Short title.
+        title: &'static str,
+        /// Which limit, and what to do.
+        detail: String,
+        /// Seconds a client should wait before trying again.
+        retry_after: Option<u32>,
     },
     /// 500: the document or a stylesheet is broken.
     #[error("{title}: {detail}")]
@@ -70,6 +84,28 @@ impl HttpError {
                 title: "Broken stylesheet",
                 detail: clean(e.to_string()),
             },
+            e @ PipelineError::Busy(_) => HttpError::Limited {
+                status: StatusCode::SERVICE_UNAVAILABLE,
+                title: "Busy",
+                detail: clean(e.to_string()),
+                retry_after: Some(1),
+            },
+            e @ PipelineError::Stopped { why, .. } => HttpError::Limited {
+                status: match why {
+                    Exceeded::Deadline => StatusCode::GATEWAY_TIMEOUT,
+                    Exceeded::Memory => StatusCode::INTERNAL_SERVER_ERROR,
+                    Exceeded::Cancelled => StatusCode::SERVICE_UNAVAILABLE,
+                },
+                title: "Render stopped",
+                detail: clean(e.to_string()),
+                retry_after: None,
+            },
+            e @ PipelineError::Limit(_) => HttpError::Limited {
+                status: StatusCode::INTERNAL_SERVER_ERROR,
+                title: "Over a limit",
+                detail: clean(e.to_string()),
+                retry_after: None,
+            },
             e @ PipelineError::Stage { .. } => HttpError::Render {
                 title: "Transformation failed",
                 detail: clean(e.to_string()),
@@ -88,6 +124,7 @@ impl HttpError {
             HttpError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             HttpError::BadRequest(_) => StatusCode::BAD_REQUEST,
             HttpError::Render { .. } => StatusCode::INTERNAL_SERVER_ERROR,
+            HttpError::Limited { status, .. } => *status,
             HttpError::Styled { status, .. } => *status,
         }
     }
@@ -118,7 +155,9 @@ impl IntoResponse for HttpError {
                 "Axle serves GET and HEAD requests (and POST to documents).".to_string(),
             ),
             HttpError::BadRequest(why) => ("Bad request", why.clone()),
-            HttpError::Render { title, detail } => (*title, detail.clone()),
+            HttpError::Render { title, detail } | HttpError::Limited { title, detail, .. } => {
+                (*title, detail.clone())
+            }
             HttpError::Styled { .. } => ("Error", String::new()),
         };
         let body = format!(
@@ -135,6 +174,13 @@ impl IntoResponse for HttpError {
             HeaderValue::from_static("text/html; charset=UTF-8"),
         );
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        if let HttpError::Limited {
+            retry_after: Some(seconds),
+            ..
+        } = self
+        {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
         if matches!(self, HttpError::MethodNotAllowed) {
             headers.insert(header::ALLOW, HeaderValue::from_static("GET, HEAD, POST"));
         }

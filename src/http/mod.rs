@@ -380,7 +380,9 @@ async fn error_page(
     let Some(sheet) = &location.error_stylesheet else {
         return plain;
     };
-    if !plain.status().is_server_error() {
+    // A refusal by a limit is answered plainly: rendering an error page
+    // would need the very resources the limit protects.
+    if !plain.status().is_server_error() || matches!(plain, HttpError::Limited { .. }) {
         return plain;
     }
     let (stage, stylesheet) = match &err {

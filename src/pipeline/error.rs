@@ -4,7 +4,7 @@
 //! place to read.
 
 use crate::chain::ChainError;
-use crate::ffi::XmlError;
+use crate::ffi::{Exceeded, XmlError};
 use crate::language::LanguageError;
 use crate::pool::PoolError;
 use crate::provider::ProviderError;
@@ -49,9 +49,34 @@ pub enum PipelineError {
     /// The transform pool failed (a panic: a bug).
     #[error(transparent)]
     Pool(#[from] PoolError),
+    /// The transform threads are busy and the queue is full, or renders of
+    /// this URL hold their turn (503, with `Retry-After`).
+    #[error("the server is busy: {0}")]
+    Busy(String),
+    /// The render was stopped: past its deadline (504), over its memory
+    /// budget (500), or its client went away.
+    #[error("the render was stopped: {} ({limit})", stopped_reason(*why))]
+    Stopped {
+        /// Why.
+        why: Exceeded,
+        /// The limit it hit, as configured.
+        limit: String,
+    },
+    /// A document or its chain is beyond a configured limit (chain
+    /// length, nested renders, source or output size).
+    #[error("{0}")]
+    Limit(String),
     /// The source changed while it was being rendered (retried internally).
     #[error("{0} changed while it was being rendered")]
     SourceChanged(String),
+}
+
+fn stopped_reason(why: Exceeded) -> &'static str {
+    match why {
+        Exceeded::Deadline => "it took longer than a render may",
+        Exceeded::Memory => "it needed more memory than a render may have",
+        Exceeded::Cancelled => "its client went away",
+    }
 }
 
 impl ChainJob {

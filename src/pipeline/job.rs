@@ -15,6 +15,7 @@ use crate::language::{LanguageError, StageContext, StageData};
 use crate::prolog::Prolog;
 use crate::provider::{FileProvider, InternalDocuments};
 
+use super::admission::RequestBudget;
 use super::nested::NestGuard;
 use super::{CompiledStage, DEFAULT_TYPE, PipelineError, Stats};
 
@@ -56,6 +57,8 @@ pub(super) struct ChainJob {
     /// gets): its DOCTYPE picks the shared DTD without a second scan.
     /// `None`: the first stage scans it.
     pub(super) prolog: Option<Arc<Prolog>>,
+    /// The request's budget, entered on the thread for each stage.
+    pub(super) budget: Arc<RequestBudget>,
 }
 
 impl ChainJob {
@@ -63,6 +66,28 @@ impl ChainJob {
     /// a final stage always gets its bytes) and, for a non-final faithful
     /// tree, the tree to hand on.
     pub(super) fn run_one(
+        &self,
+        index: usize,
+        input: StageData,
+        want: Want,
+    ) -> Result<(Entry, Option<XmlDoc>), PipelineError> {
+        let scope = self.budget.enter()?;
+        let (entry, tree) = self
+            .run_stage(index, input, want)
+            .map_err(|e| scope.explain(e))?;
+        let max = self.budget.limits().max_output_bytes;
+        if index + 1 == self.stages.len() && entry.bytes.len() as u64 > max {
+            return Err(PipelineError::Limit(format!(
+                "{} rendered {} bytes, more than max-output-size ({max} bytes)",
+                self.base_url,
+                entry.bytes.len()
+            )));
+        }
+        Ok((entry, tree))
+    }
+
+    /// [`ChainJob::run_one`] without its budget.
+    fn run_stage(
         &self,
         index: usize,
         input: StageData,

@@ -30,6 +30,7 @@
 //! the hot memo; `compiled` the compiled-stage cache; `scan` prologs;
 //! `error` and `response` what a render gives back.
 
+mod admission;
 mod compiled;
 mod error;
 mod hot;
@@ -42,6 +43,7 @@ mod scan;
 mod trace;
 
 pub use compiled::CompiledStage;
+pub use crate::ffi::Exceeded;
 pub use error::PipelineError;
 pub use response::{CacheStatus, DEFAULT_TYPE, RAW_XML_TYPE, Rendered, ResponseHead};
 
@@ -53,12 +55,13 @@ use bytes::Bytes;
 
 use crate::cache::{ContentHash, Fingerprints, HotMemo, Store, Tier};
 use crate::chain::{self, Selection};
-use crate::config::{CacheMode, ServeConfig};
+use crate::config::{CacheMode, RenderLimits, ServeConfig};
 use crate::ffi::{self, Limits};
 use crate::language::Registry;
 use crate::pool::Pool;
 use crate::prolog::Prolog;
 use crate::provider::{CachingProvider, FileProvider, Located, Provider, ProviderError, Source};
+use admission::{Admission, RequestBudget};
 use compiled::Compiled;
 use hot::HotResponse;
 use job::ChainJob;
@@ -93,6 +96,8 @@ pub struct Pipeline {
     pool: Arc<Pool>,
     mode: CacheMode,
     limits: Limits,
+    render_limits: RenderLimits,
+    admission: Admission,
     force_byte_handoff: bool,
     stats: Arc<Stats>,
 }
@@ -205,6 +210,7 @@ impl Pipeline {
         let outputs = size.saturating_sub(source_budget + hot_budget + trace_budget);
         let intermediates = if incremental { outputs / 32 } else { 0 };
         let watcher = watcher(config, &fingerprints).map(Arc::new);
+        let pool = Pool::new(config.workers)?;
         if let Some(w) = &watcher {
             // Checks of sources, stylesheets and DTDs by watch, not stat.
             fingerprints.watch_with(w, files.root());
@@ -219,9 +225,11 @@ impl Pipeline {
                 .with_traces(trace_budget),
             prologs: moka::sync::Cache::new(5_000),
             hot: HotMemo::new(hot_budget, watcher),
-            pool: Arc::new(Pool::new(config.workers)?),
+            admission: Admission::new(&config.render, pool.size()),
+            pool: Arc::new(pool),
             mode: config.cache_mode,
             limits: config.limits,
+            render_limits: config.render,
             force_byte_handoff: config.force_byte_handoff,
             stats: Arc::new(Stats::default()),
         })
@@ -254,13 +262,28 @@ impl Pipeline {
         req: &RenderRequest,
     ) -> Result<Rendered, PipelineError> {
         self.stats.renders.fetch_add(1, Ordering::Relaxed);
+        let budget = RequestBudget::new(&self.render_limits);
+        let _admitted = self.admission.admit(located.path.url()).await?;
+        let cancel = budget.cancel_on_drop();
+        let rendered = self.render_retried(located, req, &budget).await;
+        cancel.finished();
+        rendered
+    }
+
+    /// [`Pipeline::render`], admitted, under `budget`.
+    async fn render_retried(
+        &self,
+        located: &Located,
+        req: &RenderRequest,
+        budget: &Arc<RequestBudget>,
+    ) -> Result<Rendered, PipelineError> {
         let mut located = located.clone();
         // A source edited mid-request is re-located and rendered again, so
         // an entry is never stored under a hash its bytes do not have; and a
         // source found malformed is tried again if it changed meanwhile (an
         // editor saving it), so a save is not seen as a passing error.
         for _ in 0..3 {
-            match self.render_once(&located, req, None).await {
+            match self.render_once(&located, req, None, budget).await {
                 Err(PipelineError::SourceChanged(_)) => {
                     located = self.files.locate(located.path.url())?;
                 }
@@ -299,7 +322,12 @@ impl Pipeline {
             kind: crate::provider::ResourceKind::File,
             hash: Some(hash),
         };
-        self.render_once(&located, req, Some(source)).await
+        let budget = RequestBudget::new(&self.render_limits);
+        let _admitted = self.admission.admit(located.path.url()).await?;
+        let cancel = budget.cancel_on_drop();
+        let rendered = self.render_once(&located, req, Some(source), &budget).await;
+        cancel.finished();
+        rendered
     }
 
     /// The prolog of a source, memoized by content hash.
@@ -307,7 +335,7 @@ impl Pipeline {
         if let Some(p) = located.hash.and_then(|h| self.prologs.get(&h)) {
             return Ok((p, None));
         }
-        let source = self.sources.read(located)?;
+        let source = self.within_size(self.sources.read(located)?)?;
         let prolog = Arc::new(scan_prolog(&source)?);
         self.prologs.insert(source.hash, Arc::clone(&prolog));
         Ok((prolog, Some(source)))
@@ -315,9 +343,22 @@ impl Pipeline {
 
     /// The source's bytes, checked against the hash the keys were built from.
     fn source_for(&self, located: &Located, hash: ContentHash) -> Result<Source, PipelineError> {
-        let source = self.sources.read(located)?;
+        let source = self.within_size(self.sources.read(located)?)?;
         if source.hash != hash {
             return Err(PipelineError::SourceChanged(located.path.rel().to_string()));
+        }
+        Ok(source)
+    }
+
+    /// `source`, unless it is larger than `max-source-size`.
+    fn within_size(&self, source: Source) -> Result<Source, PipelineError> {
+        let max = self.render_limits.max_source_bytes;
+        if source.bytes.len() as u64 > max {
+            return Err(PipelineError::Limit(format!(
+                "{} is {} bytes, more than max-source-size ({max} bytes)",
+                source.path.rel(),
+                source.bytes.len()
+            )));
         }
         Ok(source)
     }
@@ -329,9 +370,13 @@ impl Pipeline {
         located: &Located,
         req: &RenderRequest,
         generated: Option<Source>,
+        budget: &Arc<RequestBudget>,
     ) -> Result<Rendered, PipelineError> {
         let (prolog, mut source) = match generated {
-            Some(source) => (Arc::new(scan_prolog(&source)?), Some(source)),
+            Some(source) => {
+                let source = self.within_size(source)?;
+                (Arc::new(scan_prolog(&source)?), Some(source))
+            }
             None => self.prolog(located)?,
         };
         let source_hash = match (&source, located.hash) {
@@ -350,6 +395,14 @@ impl Pipeline {
             &req.processors,
             req.processor_order,
         )?;
+        if specs.len() > self.render_limits.max_chain {
+            return Err(PipelineError::Limit(format!(
+                "{} names a chain of {} stages, more than max-chain ({})",
+                located.path.rel(),
+                specs.len(),
+                self.render_limits.max_chain
+            )));
+        }
         if specs.is_empty() {
             let source = match source.take() {
                 Some(s) => s,
@@ -394,6 +447,7 @@ impl Pipeline {
                 .and_then(|dir| trace_stem(dir, located.path.url())),
             internal: Some(self.internal_documents()),
             prolog: Some(Arc::clone(&prolog)),
+            budget: Arc::clone(budget),
         };
         // AxKit's guard: a style the client asked for that selects nothing
         // (no PI title, no style-limited processor) is rendered without

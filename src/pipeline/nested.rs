@@ -13,6 +13,7 @@ use crate::ffi::Limits;
 use crate::language::Registry;
 use crate::provider::{FileProvider, InternalDocuments, Provider, RootResolver, Source};
 
+use super::admission;
 use super::compiled::Compiled;
 use super::job::ChainJob;
 use super::scan::scan_prolog;
@@ -109,6 +110,7 @@ impl InternalDocuments for Nested {
             return Err(format!("axle:{url} is not a document"));
         }
         let _guard = NestGuard::enter(located.path.url())?;
+        admission::count_nested()?;
         let (bytes, hash) = deps
             .read_recorded(&located.path)
             .map_err(|e| e.to_string())?;
@@ -128,6 +130,14 @@ impl InternalDocuments for Nested {
             chain::ProcessorOrder::Fallback,
         )
         .map_err(|e| e.to_string())?;
+        let budget = admission::current();
+        if specs.len() > budget.limits().max_chain {
+            return Err(format!(
+                "axle:{url} names a chain of {} stages, more than max-chain ({})",
+                specs.len(),
+                budget.limits().max_chain
+            ));
+        }
         if specs.is_empty() {
             return Ok(source.bytes.to_vec());
         }
@@ -155,6 +165,7 @@ impl InternalDocuments for Nested {
             trace: None,
             internal: Some(Arc::new(self.clone())),
             prolog: Some(Arc::new(prolog)),
+            budget,
         };
         let entry = job.run_all(source.bytes).map_err(|e| e.to_string())?;
         for d in entry.deps.iter() {

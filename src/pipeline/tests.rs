@@ -34,6 +34,7 @@ fn job(closures: &[&str], params: &[(&str, &str)], root: &std::path::Path) -> Ch
         trace: None,
         internal: None,
         prolog: None,
+        budget: super::admission::RequestBudget::unlimited(),
     }
 }
 
