@@ -151,6 +151,9 @@ pub struct Location {
     pub directories: bool,
     /// Process XInclude in source documents.
     pub xinclude: bool,
+    /// Error pages carry libxslt's whole report (template and variable
+    /// stacks, every message); off: a one-line reason, the rest logged.
+    pub debug_errors: bool,
     /// Write every stage's output here (AxTraceIntermediate).
     pub trace: Option<PathBuf>,
     /// Renders error pages (AxErrorStylesheet).
@@ -301,6 +304,7 @@ impl SiteConfig {
             index: Some("index.xml".into()),
             directories: false,
             xinclude: false,
+            debug_errors: false,
             trace: None,
             error_stylesheet: None,
             output_charset: None,
@@ -358,6 +362,9 @@ impl SiteConfig {
             }
             if let Some(v) = r.xinclude {
                 l.xinclude = v;
+            }
+            if let Some(v) = r.debug_errors {
+                l.debug_errors = v;
             }
             if let Some(v) = &r.trace {
                 l.trace = Some(v.clone()).filter(|p| !p.as_os_str().is_empty());

@@ -411,7 +411,9 @@ pub(super) unsafe extern "C" fn counted_strdup(s: *const c_char) -> *mut c_char 
         return std::ptr::null_mut();
     }
     // SAFETY: `s` is a NUL-terminated string (the caller's contract).
-    let len = unsafe { std::ffi::CStr::from_ptr(s) }.to_bytes_with_nul().len();
+    let len = unsafe { std::ffi::CStr::from_ptr(s) }
+        .to_bytes_with_nul()
+        .len();
     // SAFETY: see counted_malloc.
     let p = unsafe { counted_malloc(len) };
     if !p.is_null() {

@@ -313,10 +313,18 @@ fn prolog_fallback_reads_latin1_documents() {
 /// they were given.
 #[test]
 fn parameters_are_literals() {
-    let xsl = xsl(r#"<xsl:output method="text"/><xsl:param name="p" select="'default'"/>
-<xsl:template match="/"><xsl:value-of select="$p"/></xsl:template>"#);
+    let xsl = xsl(
+        r#"<xsl:output method="text"/><xsl:param name="p" select="'default'"/>
+<xsl:template match="/"><xsl:value-of select="$p"/></xsl:template>"#,
+    );
     let quotes = "'\"".repeat(7_500);
-    for value in ["plain", "a'b\"c", "count(/*)", "concat('x', 'y')", quotes.as_str()] {
+    for value in [
+        "plain",
+        "a'b\"c",
+        "count(/*)",
+        "concat('x', 'y')",
+        quotes.as_str(),
+    ] {
         let params = [("p".to_string(), value.to_string())];
         let out = run_with(&xsl, "<a/>", &params, refuse()).unwrap();
         assert_eq!(out, value.as_bytes(), "{}", &value[..value.len().min(40)]);
@@ -336,7 +344,11 @@ fn run_budgeted(
     xsl: &str,
     xml: &str,
     budget: &RenderBudget,
-) -> (Result<Vec<u8>, XmlError>, Option<Exceeded>, std::time::Duration) {
+) -> (
+    Result<Vec<u8>, XmlError>,
+    Option<Exceeded>,
+    std::time::Duration,
+) {
     let started = std::time::Instant::now();
     let scope = BudgetScope::enter(budget);
     let out = run_with(xsl, xml, &[], refuse());
@@ -359,8 +371,15 @@ fn a_render_past_its_deadline_is_stopped_inside_xpath_and_its_stylesheet_runs_ag
     assert_eq!(scope.check(), Some(Exceeded::Deadline));
     drop(scope);
     let took = started.elapsed();
-    assert!(matches!(out, Err(XmlError::Stopped(Exceeded::Deadline))), "{:?}", out.err());
-    assert!(took < std::time::Duration::from_secs(5), "stopped after {took:?}");
+    assert!(
+        matches!(out, Err(XmlError::Stopped(Exceeded::Deadline))),
+        "{:?}",
+        out.err()
+    );
+    assert!(
+        took < std::time::Duration::from_secs(5),
+        "stopped after {took:?}"
+    );
     // The stopped instance was dropped; the stylesheet compiles another
     // and runs to its end.
     let (_, small) = cubic(5);
@@ -382,9 +401,15 @@ fn a_cancelled_render_is_stopped() {
     });
     let (out, why, took) = run_budgeted(&xsl, &xml, &budget);
     setter.join().unwrap();
-    assert!(matches!(out, Err(XmlError::Stopped(Exceeded::Cancelled))), "{out:?}");
+    assert!(
+        matches!(out, Err(XmlError::Stopped(Exceeded::Cancelled))),
+        "{out:?}"
+    );
     assert_eq!(why, Some(Exceeded::Cancelled));
-    assert!(took < std::time::Duration::from_secs(5), "stopped after {took:?}");
+    assert!(
+        took < std::time::Duration::from_secs(5),
+        "stopped after {took:?}"
+    );
 }
 
 #[test]
@@ -402,7 +427,10 @@ fn a_render_over_its_memory_budget_fails_and_the_next_one_runs() {
         ..RenderBudget::unlimited()
     };
     let (out, why, _) = run_budgeted(&xsl, "<a/>", &budget);
-    assert!(matches!(out, Err(XmlError::Stopped(Exceeded::Memory))), "{out:?}");
+    assert!(
+        matches!(out, Err(XmlError::Stopped(Exceeded::Memory))),
+        "{out:?}"
+    );
     assert_eq!(why, Some(Exceeded::Memory));
     // With room, the same render completes.
     let budget = RenderBudget {

@@ -102,13 +102,13 @@ impl Stylesheet {
                 ptr::null_mut()
             } else {
                 sys::xsltApplyStylesheetUser(
-                style,
-                doc_ptr,
-                ptr::null(),
-                ptr::null(),
-                ptr::null_mut(),
-                ctxt,
-            )
+                    style,
+                    doc_ptr,
+                    ptr::null(),
+                    ptr::null(),
+                    ptr::null_mut(),
+                    ctxt,
+                )
             };
             let state = sys::shim_ctxt_state(ctxt);
             drop(registered); // before the context is freed

@@ -117,6 +117,32 @@ impl HttpError {
         }
     }
 
+    /// This error as a client sees it by default: the file and line and a
+    /// one-line reason, without libxslt's template and variable stacks,
+    /// offending bytes or advice about options Axle does not have (the
+    /// whole report is logged; a location with `debug-errors = true` shows
+    /// it).
+    pub fn summarized(self) -> HttpError {
+        match self {
+            HttpError::Render { title, detail } => HttpError::Render {
+                title,
+                detail: one_line_reason(&detail),
+            },
+            HttpError::Limited {
+                status,
+                title,
+                detail,
+                retry_after,
+            } => HttpError::Limited {
+                status,
+                title,
+                detail: one_line_reason(&detail),
+                retry_after,
+            },
+            other => other,
+        }
+    }
+
     /// The status code.
     pub fn status(&self) -> StatusCode {
         match self {
@@ -128,6 +154,51 @@ impl HttpError {
             HttpError::Styled { status, .. } => *status,
         }
     }
+}
+
+/// Most characters of an error page's reason.
+const MAX_REASON: usize = 400;
+
+/// The first line of a report (where: stage, file, line, element) and the
+/// first line of what went wrong, joined: libxslt's reports go on with
+/// `Templates:`/`Variables:` stacks, libxml2's with the offending bytes.
+/// The C function that reported it (`xsltApplySequenceConstructor: `) and
+/// advice naming libxml2's own options are dropped; characters that are
+/// not printable become `?`.
+pub fn one_line_reason(detail: &str) -> String {
+    let mut lines = detail
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .take_while(|l| !matches!(*l, "Templates:" | "Variables:") && !l.starts_with('#'));
+    let mut reason = lines.next().unwrap_or_default().to_string();
+    if let Some(next) = lines.next().filter(|l| !l.starts_with("Bytes:")) {
+        let next = match next.split_once(": ") {
+            Some((function, rest))
+                if !function.is_empty()
+                    && function
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'_') =>
+            {
+                rest
+            }
+            _ => next,
+        };
+        reason.push_str(": ");
+        reason.push_str(next);
+    }
+    for advice in [", use XML_PARSE_HUGE option", " use XML_PARSE_HUGE option"] {
+        reason = reason.replace(advice, "");
+    }
+    let mut clean: String = reason
+        .chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .take(MAX_REASON)
+        .collect();
+    if reason.chars().count() > MAX_REASON {
+        clean.push('…');
+    }
+    clean
 }
 
 impl IntoResponse for HttpError {
@@ -185,5 +256,39 @@ impl IntoResponse for HttpError {
             headers.insert(header::ALLOW, HeaderValue::from_static("GET, HEAD, POST"));
         }
         response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_line_reason;
+
+    #[test]
+    fn a_reason_is_where_and_what_without_stacks_bytes_or_foreign_advice() {
+        let recursion = "stage 1 (/s/r.xsl) failed: transform failed: runtime error: file /s/r.xsl line 3 element x\n\
+            xsltApplySequenceConstructor: A potential infinite template recursion was detected.\n\
+            Templates:\n#0 name down \n#1 name down \nVariables:\n#0\nn \n";
+        assert_eq!(
+            one_line_reason(recursion),
+            "stage 1 (/s/r.xsl) failed: transform failed: runtime error: file /s/r.xsl line 3 element x: \
+             A potential infinite template recursion was detected."
+        );
+        let bytes = "/a.xml is not well-formed XML: /a.xml:1: Input is not proper UTF-8, indicate encoding !\nBytes: 0xE9 0x3C 0x2F 0x61\n";
+        assert_eq!(
+            one_line_reason(bytes),
+            "/a.xml is not well-formed XML: /a.xml:1: Input is not proper UTF-8, indicate encoding !"
+        );
+        let huge = "/a.xml:1: Excessive depth in document: 256 use XML_PARSE_HUGE option";
+        assert_eq!(
+            one_line_reason(huge),
+            "/a.xml:1: Excessive depth in document: 256"
+        );
+        assert_eq!(one_line_reason("bad\u{1}byte"), "bad?byte");
+        let long = "x".repeat(1000);
+        assert_eq!(
+            one_line_reason(&long).chars().count(),
+            super::MAX_REASON + 1
+        );
+        assert_eq!(one_line_reason(""), "");
     }
 }

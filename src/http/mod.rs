@@ -237,7 +237,14 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
                 .pipeline
                 .render_generated(&located.path, listing, &req)
                 .await
-                .map_err(|e| HttpError::from_pipeline(e, provider.root()))?;
+                .map_err(|e| {
+                    let e = HttpError::from_pipeline(e, provider.root());
+                    if location.debug_errors {
+                        e
+                    } else {
+                        e.summarized()
+                    }
+                })?;
             return Ok(document_response(rendered, request.headers(), &location));
         }
         ResourceKind::Directory => {
@@ -376,7 +383,13 @@ async fn error_page(
     req: &RenderRequest,
 ) -> HttpError {
     let root = app.pipeline.provider().root();
-    let plain = HttpError::from_pipeline(err.clone(), root);
+    let mut plain = HttpError::from_pipeline(err.clone(), root);
+    if plain.status().is_server_error() {
+        tracing::warn!(document = %located.path.rel(), error = %plain, "render failed");
+    }
+    if !location.debug_errors {
+        plain = plain.summarized();
+    }
     let Some(sheet) = &location.error_stylesheet else {
         return plain;
     };

@@ -22,8 +22,29 @@ pub fn site_config_path(root: &Path, explicit: Option<&Path>) -> Option<PathBuf>
     }
 }
 
-/// The configuration file's default name, looked for in the root.
-pub const CONFIG_FILE: &str = "axle.toml";
+/// The configuration file's default name, looked for in the root (never
+/// served: see [`crate::provider::SITE_CONFIG_NAME`]).
+pub const CONFIG_FILE: &str = crate::provider::SITE_CONFIG_NAME;
+
+/// Refuses a configuration file inside the root under another name: it
+/// could be read as a document. (`axle.toml`, the default name, is never
+/// served.)
+fn refuse_servable_config(root: &Path, path: &Path) -> std::io::Result<()> {
+    let (Ok(root), Ok(file)) = (root.canonicalize(), path.canonicalize()) else {
+        return Ok(()); // loading it reports a missing file
+    };
+    let named_safely = file
+        .file_name()
+        .is_some_and(|n| n.eq_ignore_ascii_case(CONFIG_FILE));
+    if file.starts_with(&root) && !named_safely {
+        return Err(std::io::Error::other(format!(
+            "the configuration {} is inside the document root, where it could be served: \
+             move it out of the root, or name it {CONFIG_FILE} (never served)",
+            path.display()
+        )));
+    }
+    Ok(())
+}
 
 /// Binds `config.listen` and serves until Ctrl-C or SIGTERM; SIGHUP reloads
 /// the site configuration (a broken one is reported and the old one kept).
@@ -48,7 +69,10 @@ pub async fn serve_with(
     site_file: Option<&Path>,
 ) -> std::io::Result<()> {
     let site = match site_config_path(&config.root, site_file) {
-        Some(path) => SiteConfig::load(&path, registry.clone()).map_err(std::io::Error::other)?,
+        Some(path) => {
+            refuse_servable_config(&config.root, &path)?;
+            SiteConfig::load(&path, registry.clone()).map_err(std::io::Error::other)?
+        }
         None => SiteConfig::defaults(registry.clone()),
     };
     // A stylesheet the configuration names may be deployed later: say so,

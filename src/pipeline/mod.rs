@@ -42,8 +42,8 @@ mod response;
 mod scan;
 mod trace;
 
-pub use compiled::CompiledStage;
 pub use crate::ffi::Exceeded;
+pub use compiled::CompiledStage;
 pub use error::PipelineError;
 pub use response::{CacheStatus, DEFAULT_TYPE, RAW_XML_TYPE, Rendered, ResponseHead};
 

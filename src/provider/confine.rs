@@ -276,6 +276,17 @@ fn url_path(root: &Path, url: &str) -> Result<String, ProviderError> {
     })
 }
 
+/// The site configuration's file name. No file of that name, nor any
+/// name that leads to one, is ever read through confinement: not as a
+/// document, a static file, a stylesheet, an entity, an XInclude or a
+/// `document()`.
+pub const SITE_CONFIG_NAME: &str = "axle.toml";
+
+fn is_site_config(path: &Path) -> bool {
+    path.file_name()
+        .is_some_and(|name| name.eq_ignore_ascii_case(SITE_CONFIG_NAME))
+}
+
 /// `root` joined with a decoded path's parts, before any symlink is
 /// resolved; `..` (and NUL or `\\`) refused.
 fn joined(root: &Path, decoded: &str, original: &str) -> Result<PathBuf, ProviderError> {
@@ -319,6 +330,9 @@ fn confine_decoded(
     let Ok(inside) = abs.strip_prefix(root) else {
         return Err(ProviderError::Outside(original.to_string()));
     };
+    if is_site_config(&joined) || is_site_config(&abs) {
+        return Err(ProviderError::NotFound(original.to_string()));
+    }
     let rel = rel_of(inside);
     let url = url_of(inside, &rel);
     let named = Named((joined != abs).then(|| Arc::from(joined)));

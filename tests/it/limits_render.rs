@@ -149,9 +149,8 @@ async fn a_full_queue_answers_503_with_retry_after() {
     config.workers = 1;
     config.render.max_queue = 0;
     config.render.timeout = Duration::from_secs(3);
-    let server = std::sync::Arc::new(
-        TestServer::start_config(config, axle::Registry::default()).await,
-    );
+    let server =
+        std::sync::Arc::new(TestServer::start_config(config, axle::Registry::default()).await);
     let slow = {
         let server = std::sync::Arc::clone(&server);
         tokio::spawn(async move { server.get("/slow.xml").await })
@@ -171,9 +170,8 @@ async fn one_slow_url_cannot_hold_every_transform_thread() {
     let mut config = config(&site, CacheMode::Incremental);
     config.workers = 2; // one render per URL path at once (the default)
     config.render.timeout = Duration::from_secs(4);
-    let server = std::sync::Arc::new(
-        TestServer::start_config(config, axle::Registry::default()).await,
-    );
+    let server =
+        std::sync::Arc::new(TestServer::start_config(config, axle::Registry::default()).await);
     // New parameters each time: the cache cannot help.
     let slow: Vec<_> = (0..3)
         .map(|i| {

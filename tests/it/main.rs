@@ -9,6 +9,7 @@ mod cli;
 mod concurrency;
 mod connection;
 mod edits;
+mod error_pages;
 mod freshness;
 mod http;
 mod limits_render;

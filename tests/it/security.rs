@@ -319,7 +319,7 @@ async fn exsl_document_cannot_write_files() {
         assert_error_page(&r, 500, "Transformation failed", &site, &format!("{mode}"));
         let body = r.text();
         assert!(
-            body.contains("write rights for written-by-xslt.txt denied"),
+            body.contains("File write for written-by-xslt.txt refused"),
             "{mode}: {body}"
         );
         let mut found = Vec::new();
