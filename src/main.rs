@@ -10,10 +10,7 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 
 use axle::Registry;
-use axle::config::{
-    CacheMode, Freshness, HttpLimits, RenderLimits, ServeConfig, parse_duration, parse_listen,
-    parse_size,
-};
+use axle::config::{CacheMode, Freshness, ServeConfig, parse_duration, parse_listen, parse_size};
 use axle::http::HttpError;
 use axle::pipeline::Pipeline;
 use axle::provider::{Provider, ResourceKind};
@@ -57,93 +54,98 @@ struct DtdArgs {
 /// each default). Durations: `10s`, `500ms`, `2m`; sizes: `128MiB`.
 #[derive(clap::Args, Debug)]
 struct LimitArgs {
-    /// Time a client has to send a whole request head.
-    #[arg(long, value_parser = parse_duration, default_value = "10s")]
-    header_timeout: Duration,
-    /// Time an idle keep-alive connection is kept open.
-    #[arg(long, value_parser = parse_duration, default_value = "60s")]
-    keepalive_timeout: Duration,
-    /// Time a client has to take one response.
-    #[arg(long, value_parser = parse_duration, default_value = "60s")]
-    write_timeout: Duration,
-    /// Time in-flight requests get after SIGTERM before they are cut.
-    #[arg(long, value_parser = parse_duration, default_value = "10s")]
-    shutdown_timeout: Duration,
-    /// Connections served at once; more wait in the listen backlog.
-    #[arg(long, default_value_t = HttpLimits::default().max_connections)]
-    max_connections: usize,
-    /// Header fields per request (431 past it).
-    #[arg(long, default_value_t = HttpLimits::default().max_header_count)]
-    max_header_count: usize,
-    /// Bytes of a request head (431 past it).
-    #[arg(long, value_parser = parse_size, default_value = "64KiB")]
-    max_header_size: u64,
-    /// Bytes of a request target (414 past it).
-    #[arg(long, value_parser = parse_size, default_value = "8KiB")]
-    max_uri_size: u64,
-    /// Parameters in a query string (414 past it).
-    #[arg(long, default_value_t = HttpLimits::default().max_query_params)]
-    max_query_params: usize,
-    /// Fields in a form body (413 past it).
-    #[arg(long, default_value_t = HttpLimits::default().max_form_fields)]
-    max_form_fields: usize,
-    /// Bytes of a request body (413 past it).
-    #[arg(long, value_parser = parse_size, default_value = "1MiB")]
-    max_body_size: u64,
-    /// Wall-clock time one render may take (504 past it).
-    #[arg(long, value_parser = parse_duration, default_value = "10s")]
-    render_timeout: Duration,
-    /// Memory libxml2 and libxslt may hold for one render (500 past it).
-    #[arg(long, value_parser = parse_size, default_value = "256MiB")]
-    render_memory: u64,
-    /// Bytes of a source document.
-    #[arg(long, value_parser = parse_size, default_value = "64MiB")]
-    max_source_size: u64,
-    /// Bytes of a rendered response.
-    #[arg(long, value_parser = parse_size, default_value = "64MiB")]
-    max_output_size: u64,
-    /// Stages in one chain.
-    #[arg(long, default_value_t = RenderLimits::default().max_chain)]
-    max_chain: usize,
-    /// `axle:` documents rendered for one request, nested ones included.
-    #[arg(long, default_value_t = RenderLimits::default().max_nested)]
-    max_nested: usize,
-    /// Renders waiting for a transform thread (503 past it).
-    #[arg(long, default_value_t = RenderLimits::default().max_queue)]
-    max_queue: usize,
+    /// Time a client has to send a whole request head. [default: 10s]
+    #[arg(long, value_parser = parse_duration)]
+    header_timeout: Option<Duration>,
+    /// Time an idle keep-alive connection is kept open. [default: 60s]
+    #[arg(long, value_parser = parse_duration)]
+    keepalive_timeout: Option<Duration>,
+    /// Time a client has to take one response. [default: 60s]
+    #[arg(long, value_parser = parse_duration)]
+    write_timeout: Option<Duration>,
+    /// Time in-flight requests get after SIGTERM before they are cut. [default: 10s]
+    #[arg(long, value_parser = parse_duration)]
+    shutdown_timeout: Option<Duration>,
+    /// Connections served at once; more wait in the listen backlog. [default: 10000]
+    #[arg(long)]
+    max_connections: Option<usize>,
+    /// Header fields per request (431 past it). [default: 100]
+    #[arg(long)]
+    max_header_count: Option<usize>,
+    /// Bytes of a request head (431 past it). [default: 64KiB]
+    #[arg(long, value_parser = parse_size)]
+    max_header_size: Option<u64>,
+    /// Bytes of a request target (414 past it). [default: 8KiB]
+    #[arg(long, value_parser = parse_size)]
+    max_uri_size: Option<u64>,
+    /// Parameters in a query string (414 past it). [default: 256]
+    #[arg(long)]
+    max_query_params: Option<usize>,
+    /// Fields in a form body (413 past it). [default: 1000]
+    #[arg(long)]
+    max_form_fields: Option<usize>,
+    /// Bytes of a request body (413 past it). [default: 1MiB]
+    #[arg(long, value_parser = parse_size)]
+    max_body_size: Option<u64>,
+    /// Wall-clock time one render may take (504 past it). [default: 10s]
+    #[arg(long, value_parser = parse_duration)]
+    render_timeout: Option<Duration>,
+    /// Memory libxml2 and libxslt may hold for one render (500 past it). [default: 256MiB]
+    #[arg(long, value_parser = parse_size)]
+    render_memory: Option<u64>,
+    /// Bytes of a source document. [default: 64MiB]
+    #[arg(long, value_parser = parse_size)]
+    max_source_size: Option<u64>,
+    /// Bytes of a rendered response. [default: 64MiB]
+    #[arg(long, value_parser = parse_size)]
+    max_output_size: Option<u64>,
+    /// Stages in one chain. [default: 32]
+    #[arg(long)]
+    max_chain: Option<usize>,
+    /// `axle:` documents rendered for one request, nested ones included. [default: 64]
+    #[arg(long)]
+    max_nested: Option<usize>,
+    /// Renders waiting for a transform thread (503 past it). [default: 256]
+    #[arg(long)]
+    max_queue: Option<usize>,
     /// Renders of one URL path at once (0: one fewer than the transform
-    /// threads, at least 1).
-    #[arg(long, default_value_t = RenderLimits::default().max_per_url)]
-    max_per_url: usize,
+    /// threads, at least 1). [default: 0]
+    #[arg(long)]
+    max_per_url: Option<usize>,
 }
 
 impl LimitArgs {
-    /// Writes these limits into `config`.
+    /// Writes the limits given on the command line into `config`, over
+    /// what it holds (the defaults, then the configuration file's).
     fn apply(&self, config: &mut ServeConfig) {
         let size = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
-        config.http = HttpLimits {
-            header_timeout: self.header_timeout,
-            keepalive_timeout: self.keepalive_timeout,
-            write_timeout: self.write_timeout,
-            shutdown_timeout: self.shutdown_timeout,
-            max_connections: self.max_connections,
-            max_header_count: self.max_header_count,
-            max_header_bytes: size(self.max_header_size),
-            max_uri_bytes: size(self.max_uri_size),
-            max_query_params: self.max_query_params,
-            max_form_fields: self.max_form_fields,
-            max_body_bytes: size(self.max_body_size),
-        };
-        config.render = RenderLimits {
-            timeout: self.render_timeout,
-            memory: self.render_memory,
-            max_source_bytes: self.max_source_size,
-            max_output_bytes: self.max_output_size,
-            max_chain: self.max_chain,
-            max_nested: self.max_nested,
-            max_queue: self.max_queue,
-            max_per_url: self.max_per_url,
-        };
+        let (http, render) = (&mut config.http, &mut config.render);
+        macro_rules! set {
+            ($slot:expr, $value:expr) => {
+                if let Some(v) = $value {
+                    $slot = v;
+                }
+            };
+        }
+        set!(http.header_timeout, self.header_timeout);
+        set!(http.keepalive_timeout, self.keepalive_timeout);
+        set!(http.write_timeout, self.write_timeout);
+        set!(http.shutdown_timeout, self.shutdown_timeout);
+        set!(http.max_connections, self.max_connections);
+        set!(http.max_header_count, self.max_header_count);
+        set!(http.max_header_bytes, self.max_header_size.map(size));
+        set!(http.max_uri_bytes, self.max_uri_size.map(size));
+        set!(http.max_query_params, self.max_query_params);
+        set!(http.max_form_fields, self.max_form_fields);
+        set!(http.max_body_bytes, self.max_body_size.map(size));
+        set!(render.timeout, self.render_timeout);
+        set!(render.memory, self.render_memory);
+        set!(render.max_source_bytes, self.max_source_size);
+        set!(render.max_output_bytes, self.max_output_size);
+        set!(render.max_chain, self.max_chain);
+        set!(render.max_nested, self.max_nested);
+        set!(render.max_queue, self.max_queue);
+        set!(render.max_per_url, self.max_per_url);
     }
 }
 
@@ -188,7 +190,7 @@ enum Command {
         #[command(flatten)]
         dtds: DtdArgs,
         #[command(flatten)]
-        limits: LimitArgs,
+        limits: Box<LimitArgs>,
     },
     /// Validate a site configuration without serving: its keys and values,
     /// and that every stylesheet it names exists under the root.
@@ -302,6 +304,7 @@ fn main() -> ExitCode {
         } => {
             set_shared_dtds(&dtds);
             let mut config = ServeConfig::new(root.unwrap_or_else(default_root));
+            file_limits(&mut config, site_file.as_deref());
             limits.apply(&mut config);
             config.listen = listen;
             config.reuse_port = reuse_port;
@@ -336,6 +339,17 @@ fn main() -> ExitCode {
             eprintln!("axle: {message}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// The `[limits]` of the site configuration `serve` will load, if it
+/// loads (if not, `serve` reports why).
+fn file_limits(config: &mut ServeConfig, site_file: Option<&Path>) {
+    let Some(path) = axle::http::site_config_path(&config.root, site_file) else {
+        return;
+    };
+    if let Ok(site) = axle::site::SiteConfig::load(&path, Registry::default()) {
+        site.limits().apply(&mut config.http, &mut config.render);
     }
 }
 
@@ -538,6 +552,8 @@ async fn render(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use axle::config::{HttpLimits, RenderLimits};
+    use clap::CommandFactory;
 
     #[test]
     fn the_flags_defaults_are_the_library_defaults() {
@@ -546,10 +562,41 @@ mod tests {
             panic!("not serve");
         };
         let mut config = ServeConfig::new(".");
-        config.http.max_connections = 1;
-        config.render.max_chain = 1;
         limits.apply(&mut config);
         assert_eq!(config.http, HttpLimits::default());
         assert_eq!(config.render, RenderLimits::default());
+        // Each documented default is the library's.
+        let help = Cli::command()
+            .find_subcommand_mut("serve")
+            .unwrap()
+            .render_long_help()
+            .to_string();
+        for (flag, default) in [
+            ("--header-timeout", "10s"),
+            ("--render-memory", "256MiB"),
+            ("--max-connections", "10000"),
+            ("--max-body-size", "1MiB"),
+        ] {
+            assert!(
+                help.contains(flag) && help.contains(&format!("[default: {default}]")),
+                "{flag}"
+            );
+        }
+        let given = Cli::try_parse_from([
+            "axle",
+            "serve",
+            "--render-timeout",
+            "2s",
+            "--max-chain",
+            "3",
+        ])
+        .unwrap();
+        let Command::Serve { limits, .. } = given.command else {
+            panic!("not serve");
+        };
+        limits.apply(&mut config);
+        assert_eq!(config.render.timeout, Duration::from_secs(2));
+        assert_eq!(config.render.max_chain, 3);
+        assert_eq!(config.http, HttpLimits::default());
     }
 }

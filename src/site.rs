@@ -35,9 +35,12 @@ pub struct ConfigError {
 }
 
 mod format;
+mod limits;
 mod references;
 mod spans;
 mod validate;
+
+pub use limits::LimitSettings;
 
 use format::{FileFormat, OrderWord, ParamSetting};
 use spans::{Spans, join};
@@ -184,6 +187,7 @@ pub struct SiteConfig {
     sections: Vec<ValidSection>,
     registry: Registry,
     source: Option<PathBuf>,
+    limits: LimitSettings,
     /// Merged locations by the sections they merge (prefix chains, so few;
     /// a map, not a cache: this is read on every request).
     merged: Arc<RwLock<MergedMemo>>,
@@ -196,8 +200,14 @@ impl SiteConfig {
             sections: Vec::new(),
             registry,
             source: None,
+            limits: LimitSettings::default(),
             merged: Arc::default(),
         }
+    }
+
+    /// The `[limits]` the file sets.
+    pub fn limits(&self) -> &LimitSettings {
+        &self.limits
     }
 
     /// The file this was loaded from.
@@ -243,9 +253,22 @@ impl SiteConfig {
                 .cmp(&b.prefix.len())
                 .then(a.prefix.cmp(&b.prefix))
         });
+        let limits = match &format.limits {
+            Some(l) => {
+                let here = Here {
+                    file,
+                    text,
+                    spans: &spans,
+                    section: "limits".to_string(),
+                };
+                LimitSettings::validate(l, &here)?
+            }
+            None => LimitSettings::default(),
+        };
         Ok(SiteConfig {
             sections,
             registry,
+            limits,
             source: Some(file.to_path_buf()),
             merged: Arc::default(),
         })

@@ -236,7 +236,7 @@ fn documented_keys(reference: &str) -> Keys {
     for line in reference.lines() {
         if line.starts_with('#') {
             place = last_code_span(line)
-                .filter(|s| *s == TOP || s.starts_with("location"))
+                .filter(|s| *s == TOP || *s == "limits" || s.starts_with("location"))
                 .map(str::to_string);
             continue;
         }
@@ -299,6 +299,7 @@ fn the_recorder_finds_every_struct_and_its_keys() {
         places,
         [
             "axle.toml",
+            "limits",
             "location.\"PREFIX\"",
             "location.\"PREFIX\".media-rules[]",
             "location.\"PREFIX\".processor[]",
@@ -315,6 +316,7 @@ fn the_recorder_finds_every_struct_and_its_keys() {
         assert!(section.contains(key), "{key} in {section:?}");
     }
     assert!(code["location.\"PREFIX\".processor[]"].contains("type"));
+    assert!(code["limits"].contains("render-timeout"));
 }
 
 #[test]

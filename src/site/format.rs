@@ -13,6 +13,33 @@ use serde::Deserialize;
 pub(super) struct FileFormat {
     #[serde(default)]
     pub(super) location: BTreeMap<String, Section>,
+    pub(super) limits: Option<LimitsFormat>,
+}
+
+/// `[limits]`: the server's limits (durations like `"10s"`, sizes like
+/// `"64MiB"`); read at start, overridden by the same-named CLI flags.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub(super) struct LimitsFormat {
+    pub(super) header_timeout: Option<String>,
+    pub(super) keepalive_timeout: Option<String>,
+    pub(super) write_timeout: Option<String>,
+    pub(super) shutdown_timeout: Option<String>,
+    pub(super) max_connections: Option<usize>,
+    pub(super) max_header_count: Option<usize>,
+    pub(super) max_header_size: Option<String>,
+    pub(super) max_uri_size: Option<String>,
+    pub(super) max_query_params: Option<usize>,
+    pub(super) max_form_fields: Option<usize>,
+    pub(super) max_body_size: Option<String>,
+    pub(super) render_timeout: Option<String>,
+    pub(super) render_memory: Option<String>,
+    pub(super) max_source_size: Option<String>,
+    pub(super) max_output_size: Option<String>,
+    pub(super) max_chain: Option<usize>,
+    pub(super) max_nested: Option<usize>,
+    pub(super) max_queue: Option<usize>,
+    pub(super) max_per_url: Option<usize>,
 }
 
 #[derive(Debug, Default, Clone, Deserialize)]

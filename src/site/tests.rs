@@ -348,3 +348,39 @@ fn params_policies() {
     assert!(!site.location("/b/x").params.allows("lang"));
     assert!(site.location("/c").params.allows("anything"));
 }
+
+#[test]
+fn limits_are_read_validated_and_applied() {
+    use crate::config::{HttpLimits, RenderLimits};
+    let text = "[limits]\nrender-timeout = \"2s\"\nrender-memory = \"64MiB\"\nmax-chain = 4\nheader-timeout = \"500ms\"\nmax-body-size = \"1KiB\"\n";
+    let site = SiteConfig::parse(text, Path::new("axle.toml"), Registry::default()).unwrap();
+    assert_eq!(
+        site.limits().keys(),
+        [
+            "header-timeout",
+            "max-body-size",
+            "render-timeout",
+            "render-memory",
+            "max-chain"
+        ]
+    );
+    let (mut http, mut render) = (HttpLimits::default(), RenderLimits::default());
+    site.limits().apply(&mut http, &mut render);
+    assert_eq!(http.header_timeout, std::time::Duration::from_millis(500));
+    assert_eq!(http.max_body_bytes, 1024);
+    assert_eq!(
+        http.keepalive_timeout,
+        HttpLimits::default().keepalive_timeout
+    );
+    assert_eq!(render.timeout, std::time::Duration::from_secs(2));
+    assert_eq!(render.memory, 64 << 20);
+    assert_eq!(render.max_chain, 4);
+    assert_eq!(render.max_queue, RenderLimits::default().max_queue);
+    let bad = "[location.\"/\"]\n\n[limits]\nmax-chain = 3\nrender-timeout = \"soon\"\n";
+    let err = SiteConfig::parse(bad, Path::new("axle.toml"), Registry::default()).unwrap_err();
+    assert_eq!(err.key, "limits.render-timeout", "{err}");
+    assert_eq!(err.line, Some(5), "{err}");
+    let unknown = "[limits]\nrender-time = \"2s\"\n";
+    let err = SiteConfig::parse(unknown, Path::new("axle.toml"), Registry::default()).unwrap_err();
+    assert!(err.to_string().contains("render-time"), "{err}");
+}

@@ -391,3 +391,21 @@ fn version_names_the_xml_libraries_it_runs_with() {
         "{text}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn limits_come_from_the_configuration_file_and_flags_win() {
+    let site = TestSite::new();
+    site.write("axle.toml", "[limits]\nmax-chain = 1\n");
+    // two.xml has a chain of two stages.
+    let (mut child, url) = serve(&["--listen", "127.0.0.1:0"], &site);
+    let r = reqwest::get(format!("{url}/two.xml")).await.unwrap();
+    assert_eq!(r.status(), 500);
+    assert!(r.text().await.unwrap().contains("max-chain (1)"));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let (mut child, url) = serve(&["--listen", "127.0.0.1:0", "--max-chain", "2"], &site);
+    let r = reqwest::get(format!("{url}/two.xml")).await.unwrap();
+    assert_eq!(r.status(), 200);
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
