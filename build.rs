@@ -13,6 +13,7 @@ fn main() {
     build
         .file("csrc/shim.c")
         .file("csrc/dtd.c")
+        .file("csrc/xinclude.c")
         .file("csrc/html.c")
         .warnings(true);
     for name in libs {
@@ -29,6 +30,7 @@ fn main() {
     build.compile("axleshim");
     println!("cargo:rerun-if-changed=csrc/shim.c");
     println!("cargo:rerun-if-changed=csrc/dtd.c");
+    println!("cargo:rerun-if-changed=csrc/xinclude.c");
     println!("cargo:rerun-if-changed=csrc/html.c");
     println!("cargo:rerun-if-changed=build.rs");
 }

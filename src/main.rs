@@ -105,6 +105,9 @@ struct LimitArgs {
     /// `axle:` documents rendered for one request, nested ones included. [default: 64]
     #[arg(long)]
     max_nested: Option<usize>,
+    /// Nodes a source may have once its XIncludes are processed. [default: 1000000]
+    #[arg(long)]
+    max_xinclude_nodes: Option<u64>,
     /// Renders waiting for a transform thread (503 past it). [default: 256]
     #[arg(long)]
     max_queue: Option<usize>,
@@ -144,6 +147,7 @@ impl LimitArgs {
         set!(render.max_output_bytes, self.max_output_size);
         set!(render.max_chain, self.max_chain);
         set!(render.max_nested, self.max_nested);
+        set!(render.max_xinclude_nodes, self.max_xinclude_nodes);
         set!(render.max_queue, self.max_queue);
         set!(render.max_per_url, self.max_per_url);
     }

@@ -75,6 +75,9 @@ pub struct RenderLimits {
     pub max_chain: usize,
     /// `axle:` documents rendered for one request, nested ones included.
     pub max_nested: usize,
+    /// Nodes a source may have once its XInclude elements are processed
+    /// (counted before processing them).
+    pub max_xinclude_nodes: u64,
     /// Renders waiting for a transform thread; past it, 503 with
     /// `Retry-After`.
     pub max_queue: usize,
@@ -92,6 +95,7 @@ impl Default for RenderLimits {
             max_output_bytes: 64 << 20,
             max_chain: 32,
             max_nested: 64,
+            max_xinclude_nodes: 1_000_000,
             max_queue: 256,
             max_per_url: 0,
         }

@@ -138,6 +138,21 @@ impl XmlDoc {
         Ok(doc)
     }
 
+    /// How many nodes this document would have once its XInclude elements
+    /// are processed: an upper bound, counted without copying anything
+    /// (`csrc/xinclude.c`); counting stops once past `limit`. Included
+    /// files are read through `resolver`.
+    pub fn xinclude_expansion(&self, resolver: Arc<dyn Resolver>, limit: u64) -> u64 {
+        begin();
+        let _guard = ResolverGuard::install(resolver);
+        // SAFETY: the document is live and ours; the count only reads it
+        // (and parses, then frees, the documents it includes).
+        let n =
+            unsafe { sys::axle_xinclude_expansion(self.ptr.as_ptr(), DOC_OPTIONS, limit as f64) };
+        let _ = take_messages();
+        n as u64
+    }
+
     /// Processes XInclude elements; included files are read through
     /// `resolver` (so confined and recorded). Returns the number of
     /// substitutions.

@@ -96,6 +96,7 @@ unsafe extern "C" {
         close_fn: Option<unsafe extern "C" fn(ctx: *mut c_void) -> c_int>,
     ) -> c_int;
     pub fn xmlXIncludeProcessFlags(doc: *mut xmlDoc, flags: c_int) -> c_int;
+    pub fn axle_xinclude_expansion(doc: *mut xmlDoc, options: c_int, limit: f64) -> f64;
 }
 
 #[link(name = "xslt")]

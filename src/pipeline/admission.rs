@@ -153,6 +153,7 @@ impl RequestBudget {
                 max_output_bytes: u64::MAX,
                 max_chain: usize::MAX,
                 max_nested: usize::MAX,
+                max_xinclude_nodes: u64::MAX,
                 max_queue: usize::MAX,
                 max_per_url: usize::MAX,
             },

@@ -101,6 +101,14 @@ impl ChainJob {
             let mut doc = input
                 .into_dom(&self.base_url, &resolver)
                 .map_err(|error| self.stage_error(index, error))?;
+            let max = self.budget.limits().max_xinclude_nodes;
+            let nodes = doc.xinclude_expansion(resolver.clone(), max);
+            if nodes > max {
+                return Err(PipelineError::Limit(format!(
+                    "{} would have more than {max} nodes once its XIncludes are processed (max-xinclude-nodes)",
+                    self.base_url
+                )));
+            }
             doc.process_xinclude(resolver.clone())
                 .map_err(|e| self.stage_error(index, LanguageError::Xml(e)))?;
             StageData::Dom(doc)

@@ -38,6 +38,7 @@ pub(super) struct LimitsFormat {
     pub(super) max_output_size: Option<String>,
     pub(super) max_chain: Option<usize>,
     pub(super) max_nested: Option<usize>,
+    pub(super) max_xinclude_nodes: Option<usize>,
     pub(super) max_queue: Option<usize>,
     pub(super) max_per_url: Option<usize>,
 }

@@ -15,7 +15,7 @@ use super::validate::Here;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LimitSettings {
     http: [Option<u64>; 11],
-    render: [Option<u64>; 8],
+    render: [Option<u64>; 9],
 }
 
 /// `[limits]` keys, in the order of [`LimitSettings::http`] and
@@ -34,7 +34,7 @@ const HTTP_KEYS: [&str; 11] = [
     "max-form-fields",
     "max-body-size",
 ];
-const RENDER_KEYS: [&str; 8] = [
+const RENDER_KEYS: [&str; 9] = [
     "render-timeout",
     "render-memory",
     "max-source-size",
@@ -43,6 +43,7 @@ const RENDER_KEYS: [&str; 8] = [
     "max-nested",
     "max-queue",
     "max-per-url",
+    "max-xinclude-nodes",
 ];
 
 fn duration_ms(here: &Here<'_>, key: &str, v: &Option<String>) -> Result<Option<u64>, ConfigError> {
@@ -95,6 +96,7 @@ impl LimitSettings {
                 count(f.max_nested),
                 count(f.max_queue),
                 count(f.max_per_url),
+                count(f.max_xinclude_nodes),
             ],
         })
     }
@@ -150,5 +152,8 @@ impl LimitSettings {
         set_n(&mut render.max_nested, r[5]);
         set_n(&mut render.max_queue, r[6]);
         set_n(&mut render.max_per_url, r[7]);
+        if let Some(v) = r[8] {
+            render.max_xinclude_nodes = v;
+        }
     }
 }

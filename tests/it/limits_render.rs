@@ -193,3 +193,48 @@ async fn one_slow_url_cannot_hold_every_transform_thread() {
         assert!(status == 504 || status == 503, "{status}");
     }
 }
+
+#[tokio::test]
+async fn xinclude_fan_out_is_refused_before_it_is_expanded() {
+    let site = TestSite::new();
+    // Each level includes the next twice: 2^12 leaves from 13 small files.
+    for i in 0..12 {
+        site.write(
+            &format!("xi/l{i}.xml"),
+            &format!(
+                r#"<x xmlns:xi="http://www.w3.org/2001/XInclude"><xi:include href="l{n}.xml"/><xi:include href="l{n}.xml"/></x>"#,
+                n = i + 1
+            ),
+        );
+    }
+    site.write("xi/l12.xml", "<leaf/>");
+    site.write(
+        "xi/count.xsl",
+        &format!(
+            r#"{XSL_HEAD}<xsl:output method="text"/><xsl:template match="/"><xsl:value-of select="count(//leaf)"/></xsl:template></xsl:stylesheet>"#
+        ),
+    );
+    for (name, from) in [("small", 9), ("fan", 0)] {
+        site.write(
+            &format!("xi/{name}.xml"),
+            &format!(
+                "<?xml-stylesheet href=\"count.xsl\" type=\"text/xsl\"?>\n<r xmlns:xi=\"http://www.w3.org/2001/XInclude\"><xi:include href=\"l{from}.xml\"/></r>"
+            ),
+        );
+    }
+    let registry = axle::Registry::default();
+    let toml = "[location.\"/\"]\nxinclude = true\n";
+    let site_config =
+        axle::site::SiteConfig::parse(toml, &site.root.join("axle.toml"), registry.clone())
+            .unwrap();
+    let mut config = config(&site, CacheMode::Incremental);
+    config.render.max_xinclude_nodes = 1000;
+    let server = TestServer::start_full(config, registry, site_config).await;
+    let r = server.get("/xi/small.xml").await;
+    assert_eq!((r.status, r.text()), (200, "8".to_string()));
+    let started = Instant::now();
+    let r = server.get("/xi/fan.xml").await;
+    assert_eq!(r.status, 500, "{}", r.text());
+    assert!(r.text().contains("max-xinclude-nodes"), "{}", r.text());
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
