@@ -93,7 +93,7 @@ struct LimitArgs {
     /// Memory libxml2 and libxslt may hold for one render (500 past it). [default: 256MiB]
     #[arg(long, value_parser = parse_size)]
     render_memory: Option<u64>,
-    /// Bytes of a source document. [default: 64MiB]
+    /// Bytes of a source document (its tree takes 5-16 times that). [default: 16MiB]
     #[arg(long, value_parser = parse_size)]
     max_source_size: Option<u64>,
     /// Bytes of a rendered response. [default: 64MiB]

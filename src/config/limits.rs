@@ -91,7 +91,7 @@ impl Default for RenderLimits {
         RenderLimits {
             timeout: Duration::from_secs(10),
             memory: 256 << 20,
-            max_source_bytes: 64 << 20,
+            max_source_bytes: 16 << 20,
             max_output_bytes: 64 << 20,
             max_chain: 32,
             max_nested: 64,
