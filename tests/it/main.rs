@@ -11,6 +11,7 @@ mod connection;
 mod edits;
 mod freshness;
 mod http;
+mod limits_http;
 mod links;
 mod samples;
 mod security;
