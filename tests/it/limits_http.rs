@@ -439,3 +439,125 @@ async fn host_and_target_form_are_checked_on_both_paths() {
         b"POST example.com:80 HTTP/1.1\r\nHost: example.com\r\nContent-Length: 3\r\nConnection: close\r\n\r\na=1";
     assert_eq!(status(&server, authority_post).await.0, 400);
 }
+
+/// `axle serve --listen 127.0.0.1:0 --root SITE ARGS`, through `sh -c`
+/// with `shell` run first (ulimits); returns the child, its address and
+/// the file its stderr goes to.
+fn serve_child(
+    site: &TestSite,
+    shell: &str,
+    args: &[&str],
+) -> (
+    std::process::Child,
+    std::net::SocketAddr,
+    std::path::PathBuf,
+) {
+    use std::io::BufRead;
+    let log = site.outside().join(format!("stderr-{}.log", args.len()));
+    let mut command = std::process::Command::new("sh");
+    command
+        .arg("-c")
+        .arg(format!("{shell} exec \"$0\" \"$@\""))
+        .arg(env!("CARGO_BIN_EXE_axle"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--root"])
+        .arg(&site.root)
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(&log).unwrap());
+    let mut child = command.spawn().unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("http://"))
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .trim_end_matches('/')
+        .parse()
+        .unwrap();
+    (child, addr, log)
+}
+
+/// Waits up to `within` for `child` to exit; returns its status and how
+/// long it took.
+fn exited(
+    child: &mut std::process::Child,
+    within: Duration,
+) -> Option<(std::process::ExitStatus, Duration)> {
+    let started = Instant::now();
+    while started.elapsed() < within {
+        if let Some(status) = child.try_wait().unwrap() {
+            return Some((status, started.elapsed()));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    None
+}
+
+fn signal(child: &std::process::Child, name: &str) {
+    let sent = std::process::Command::new("kill")
+        .args([&format!("-{name}"), &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sigterm_closes_every_listener_at_once_and_exits_0_past_a_running_transform() {
+    let site = TestSite::new();
+    // A render that would run for minutes.
+    slow_document(&site, 2000);
+    let (mut child, addr, _log) = serve_child(
+        &site,
+        "",
+        &[
+            "--io-threads",
+            "3",
+            "--shutdown-timeout",
+            "1s",
+            "--cache",
+            "off",
+        ],
+    );
+    let mut busy = TcpStream::connect(addr).await.unwrap();
+    busy.write_all(&get("/slow.xml", "")).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    signal(&child, "TERM");
+    let signalled = Instant::now();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // No listener on any I/O thread accepts any more (the kernel spreads
+    // connections over the three; each attempt would reach one of them).
+    for _ in 0..20 {
+        assert!(
+            TcpStream::connect(addr).await.is_err(),
+            "a listener still accepts after SIGTERM"
+        );
+    }
+    let (status, _) = exited(&mut child, Duration::from_secs(5)).expect("exits after SIGTERM");
+    let took = signalled.elapsed();
+    assert!(status.success(), "{status}");
+    assert!(
+        took >= Duration::from_millis(900) && took < Duration::from_secs(4),
+        "exited {took:?} after SIGTERM with a 1 s shutdown timeout"
+    );
+    // The request in flight was cut, not answered.
+    let (out, closed) = until_closed(&mut busy, Duration::from_secs(2)).await;
+    assert!(closed && out.is_empty());
+}
+
+#[test]
+fn the_open_files_limit_is_raised_to_the_hard_limit() {
+    let site = TestSite::new();
+    let (mut child, _addr, _log) = serve_child(&site, "ulimit -S -n 256;", &[]);
+    let limits = std::fs::read_to_string(format!("/proc/{}/limits", child.id())).unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap();
+    let numbers: Vec<&str> = line.split_whitespace().skip(3).take(2).collect();
+    assert_eq!(numbers[0], numbers[1], "soft = hard: {line}");
+    assert_ne!(numbers[0], "256", "{line}");
+}
