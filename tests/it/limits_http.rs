@@ -561,3 +561,37 @@ fn the_open_files_limit_is_raised_to_the_hard_limit() {
     assert_eq!(numbers[0], numbers[1], "soft = hard: {line}");
     assert_ne!(numbers[0], "256", "{line}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn running_out_of_descriptors_pauses_accepting_and_logs_once() {
+    let site = TestSite::new();
+    let (mut child, addr, log) = serve_child(
+        &site,
+        "ulimit -n 64;",
+        &["--io-threads", "1", "--workers", "1"],
+    );
+    // More connections than descriptors: the server accepts what it can.
+    let mut held = Vec::new();
+    for _ in 0..120 {
+        if let Ok(s) = TcpStream::connect(addr).await {
+            held.push(s);
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    drop(held);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // Serving again.
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream.write_all(&get("/one.xml", "")).await.unwrap();
+    let (out, _) = until_closed(&mut stream, Duration::from_secs(10)).await;
+    assert!(
+        String::from_utf8_lossy(&out).starts_with("HTTP/1.1 200 OK"),
+        "{}",
+        String::from_utf8_lossy(&out)
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let text = std::fs::read_to_string(log).unwrap();
+    assert_eq!(text.matches("accept failed;").count(), 1, "{text}");
+    assert!(text.contains("Too many open files"), "{text}");
+}

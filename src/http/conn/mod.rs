@@ -187,14 +187,20 @@ where
 /// (out of file descriptors, most often).
 const ACCEPT_PAUSE: Duration = Duration::from_millis(500);
 
-/// Failed `accept`s since the last one that succeeded: a burst of them
-/// (running out of file descriptors fails every accept until a connection
-/// closes) is logged once, when it starts, and once when it ends, rather
-/// than once per failure.
+/// Time without a failed `accept` that ends a burst of them.
+const ACCEPT_QUIET: Duration = Duration::from_secs(5);
+
+/// A burst of failed `accept`s (running out of file descriptors fails
+/// every accept until connections close, and then again as soon as the
+/// freed descriptors are taken): logged once when it starts and once when
+/// it ends, `ACCEPT_QUIET` after its last failure, rather than once per
+/// failure.
 #[derive(Debug, Default)]
 struct AcceptFailures {
     /// Failures in the current burst (0: none).
     count: u64,
+    /// When the last one happened.
+    last: Option<Instant>,
 }
 
 impl AcceptFailures {
@@ -210,12 +216,14 @@ impl AcceptFailures {
             tracing::debug!(error = %e, "a connection failed before it was accepted");
             return;
         }
+        self.end_if_quiet();
         self.count += 1;
+        self.last = Some(Instant::now());
         if self.count == 1 {
             tracing::error!(
                 error = %e,
                 pause = ?ACCEPT_PAUSE,
-                "accept failed; pausing between attempts until one succeeds"
+                "accept failed; pausing between attempts (logged once per burst)"
             );
         } else {
             tracing::debug!(error = %e, failures = self.count, "accept failed again");
@@ -223,11 +231,19 @@ impl AcceptFailures {
         tokio::time::sleep(ACCEPT_PAUSE).await;
     }
 
-    /// After an `accept` that succeeded: ends a burst.
+    /// After an `accept` that succeeded.
     fn accepted(&mut self) {
         if self.count > 0 {
-            tracing::warn!(failures = self.count, "accepting again after failures");
+            self.end_if_quiet();
+        }
+    }
+
+    /// Ends the burst if its last failure is `ACCEPT_QUIET` old.
+    fn end_if_quiet(&mut self) {
+        if self.last.is_some_and(|t| t.elapsed() >= ACCEPT_QUIET) {
+            tracing::warn!(failures = self.count, "accept failures ended");
             self.count = 0;
+            self.last = None;
         }
     }
 }
