@@ -595,3 +595,81 @@ async fn running_out_of_descriptors_pauses_accepting_and_logs_once() {
     assert_eq!(text.matches("accept failed;").count(), 1, "{text}");
     assert!(text.contains("Too many open files"), "{text}");
 }
+
+#[tokio::test]
+async fn static_file_ranges_and_conditions_follow_rfc_9110() {
+    let (site, server) = server(HttpLimits::default()).await;
+    site.write("file.txt", "0123456789");
+    let get = |headers: &[(&str, &str)]| {
+        let headers: Vec<(String, String)> = headers
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let server = &server;
+        async move {
+            let headers: Vec<(&str, &str)> = headers
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            server
+                .request(reqwest::Method::GET, "/file.txt", &headers)
+                .await
+        }
+    };
+    let whole = get(&[]).await;
+    assert_eq!((whole.status, whole.text().as_str()), (200, "0123456789"));
+    let modified = whole.header("last-modified");
+    let modified = modified.as_str();
+    // One satisfiable bytes range: 206 with Content-Range.
+    let r = get(&[("range", "bytes=2-4")]).await;
+    assert_eq!((r.status, r.text().as_str()), (206, "234"));
+    assert_eq!(r.header("content-range"), "bytes 2-4/10");
+    // Unsatisfiable: 416 with the length.
+    let r = get(&[("range", "bytes=20-30")]).await;
+    assert_eq!(r.status, 416);
+    assert_eq!(r.header("content-range"), "bytes */10");
+    // Several ranges, an unknown unit, bad syntax: the whole file.
+    for range in ["bytes=0-1,4-5", "items=0-3", "bytes=x-y"] {
+        let r = get(&[("range", range)]).await;
+        assert_eq!(
+            (r.status, r.text().as_str()),
+            (200, "0123456789"),
+            "{range}"
+        );
+    }
+    // If-Range: a matching date keeps the range, anything else is 200.
+    let r = get(&[("range", "bytes=0-1"), ("if-range", modified)]).await;
+    assert_eq!((r.status, r.text().as_str()), (206, "01"));
+    for validator in ["Sun, 06 Nov 1994 08:49:37 GMT", "\"an-etag\""] {
+        let r = get(&[("range", "bytes=0-1"), ("if-range", validator)]).await;
+        assert_eq!(
+            (r.status, r.text().as_str()),
+            (200, "0123456789"),
+            "{validator}"
+        );
+    }
+    // If-None-Match: * on an existing file.
+    for method in [reqwest::Method::GET, reqwest::Method::HEAD] {
+        let r = server
+            .request(method.clone(), "/file.txt", &[("if-none-match", "*")])
+            .await;
+        assert_eq!(r.status, 304, "{method}");
+    }
+    // If-None-Match overrides If-Modified-Since.
+    let r = get(&[
+        ("if-none-match", "\"other\""),
+        ("if-modified-since", modified),
+    ])
+    .await;
+    assert_eq!(r.status, 200);
+    let r = get(&[("if-modified-since", modified)]).await;
+    assert_eq!(r.status, 304);
+    // Both paths alike: HTTP/1.0 goes to hyper.
+    let (code, text) = status(
+        &server,
+        b"GET /file.txt HTTP/1.0\r\nRange: bytes=0-1,4-5\r\n\r\n",
+    )
+    .await;
+    assert_eq!(code, 200);
+    assert!(text.ends_with("0123456789"), "{text}");
+}
