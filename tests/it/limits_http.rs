@@ -673,3 +673,37 @@ async fn static_file_ranges_and_conditions_follow_rfc_9110() {
     assert_eq!(code, 200);
     assert!(text.ends_with("0123456789"), "{text}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_on_cuts_what_is_still_open_after_the_shutdown_timeout() {
+    let site = TestSite::new();
+    slow_document(&site, 2000);
+    let mut config = axle::ServeConfig::new(&site.root);
+    config.cache_mode = CacheMode::Off;
+    config.workers = 1;
+    config.http.shutdown_timeout = Duration::from_secs(1);
+    let app = axle::http::App::new(&config, axle::Registry::default()).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let served = tokio::spawn(axle::http::serve_on(listener, app, async move {
+        let _ = stopped.await;
+    }));
+    let mut busy = TcpStream::connect(addr).await.unwrap();
+    busy.write_all(&get("/slow.xml", "")).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let stopping = Instant::now();
+    stop.send(()).unwrap();
+    tokio::time::timeout(Duration::from_secs(5), served)
+        .await
+        .expect("serve_on returns after the shutdown timeout")
+        .unwrap()
+        .unwrap();
+    let took = stopping.elapsed();
+    assert!(
+        took >= Duration::from_millis(900) && took < Duration::from_secs(3),
+        "{took:?}"
+    );
+    let (out, closed) = until_closed(&mut busy, Duration::from_secs(2)).await;
+    assert!(closed && out.is_empty(), "the request in flight is cut");
+}

@@ -50,7 +50,7 @@ use axum::response::Response;
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{Semaphore, mpsc, watch};
+use tokio::sync::{Semaphore, watch};
 use tokio::time::Instant;
 use tower::{Service, ServiceExt};
 
@@ -134,51 +134,57 @@ where
     F: Fn(&Head<'_>) -> Fast + Clone + Send + 'static,
 {
     let (stop, stopped) = watch::channel(false);
-    // Every connection holds a sender; `recv` returns None once all are gone.
-    let (alive, mut all_closed) = mpsc::channel::<()>(1);
+    // Every connection is a task of this set: reaped as they end, and
+    // aborted (cut) when the shutdown timeout passes.
+    let mut connections = tokio::task::JoinSet::new();
     let mut shutdown = pin!(shutdown);
     let mut failures = AcceptFailures::default();
-    loop {
-        let permit = tokio::select! {
-            biased;
-            () = &mut shutdown => break,
-            permit = Arc::clone(&limits.connections).acquire_owned() => match permit {
-                Ok(permit) => permit,
-                Err(_) => break, // closed: never happens, the server owns it
-            },
+    'serving: loop {
+        let permit = loop {
+            tokio::select! {
+                biased;
+                () = &mut shutdown => break 'serving,
+                Some(_) = connections.join_next(), if !connections.is_empty() => {}
+                permit = Arc::clone(&limits.connections).acquire_owned() => match permit {
+                    Ok(permit) => break permit,
+                    Err(_) => break 'serving, // closed: never happens, the server owns it
+                },
+            }
         };
-        tokio::select! {
-            biased;
-            () = &mut shutdown => break,
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
-                    failures.accepted();
-                    let alive = alive.clone();
-                    tokio::spawn(connection(
-                        stream,
-                        service.clone(),
-                        fast.clone(),
-                        limits.http,
-                        stopped.clone(),
-                        (alive, permit),
-                    ));
-                }
-                Err(e) => failures.failed(e).await,
-            },
+        let accepted = loop {
+            tokio::select! {
+                biased;
+                () = &mut shutdown => break 'serving,
+                Some(_) = connections.join_next(), if !connections.is_empty() => {}
+                accepted = listener.accept() => break accepted,
+            }
+        };
+        match accepted {
+            Ok((stream, _)) => {
+                failures.accepted();
+                connections.spawn(connection(
+                    stream,
+                    service.clone(),
+                    fast.clone(),
+                    limits.http,
+                    stopped.clone(),
+                    permit,
+                ));
+            }
+            Err(e) => failures.failed(e).await,
         }
     }
     drop(listener);
     let _ = stop.send(true);
-    drop(alive);
     let deadline = limits.http.shutdown_timeout;
-    if tokio::time::timeout(deadline, all_closed.recv())
-        .await
-        .is_err()
-    {
+    let drained = async { while connections.join_next().await.is_some() {} };
+    if tokio::time::timeout(deadline, drained).await.is_err() {
         tracing::warn!(
             timeout = ?deadline,
+            open = connections.len(),
             "connections still open after the shutdown timeout are cut"
         );
+        connections.shutdown().await;
     }
     Ok(())
 }
@@ -255,8 +261,7 @@ impl AcceptFailures {
 /// accept), an idle connection gets `keepalive_timeout` between requests,
 /// and each write must make progress within `write_timeout`. A timed-out
 /// connection is closed without an answer, as hyper does. `held` keeps
-/// the connection counted (the server's shutdown and `max_connections`)
-/// until it closes.
+/// the connection counted in `max_connections` until it closes.
 async fn connection<S, F>(
     mut stream: TcpStream,
     service: S,
@@ -391,9 +396,8 @@ async fn connection<S, F>(
     }
 }
 
-/// What keeps a connection counted while it is open: the sender the
-/// shutdown waits on, and its `max_connections` permit.
-pub(super) type Held = (mpsc::Sender<()>, tokio::sync::OwnedSemaphorePermit);
+/// What keeps a connection counted in `max_connections` while it is open.
+pub(super) type Held = tokio::sync::OwnedSemaphorePermit;
 
 /// The answer to a request head longer than `max_header_bytes`.
 pub(super) fn too_large_head(limits: &HttpLimits) -> HttpError {
