@@ -317,13 +317,21 @@ fn main() -> ExitCode {
             config.workers = workers;
             config.io_threads = io_threads;
             config.freshness = freshness;
-            runtime
+            let served = runtime
                 .block_on(axle::http::serve_with(
                     &config,
                     Registry::default(),
                     site_file.as_deref(),
                 ))
-                .map_err(|e| e.to_string())
+                .map_err(|e| e.to_string());
+            if served.is_ok() {
+                // Stopped by a signal, the shutdown timeout spent: a
+                // transform still running on the pool cannot be joined, so
+                // the process ends here rather than wait for it.
+                let _ = std::io::Write::flush(&mut std::io::stdout());
+                std::process::exit(0);
+            }
+            served
         }
         Command::Render {
             file,

@@ -22,6 +22,15 @@ pub enum HttpError {
     /// 400: a request Axle cannot take.
     #[error("bad request: {0}")]
     BadRequest(String),
+    /// 414: a request target, or its query, past a limit.
+    #[error("URI too long: {0}")]
+    UriTooLong(String),
+    /// 413: a request body, or its form fields, past a limit.
+    #[error("content too large: {0}")]
+    ContentTooLarge(String),
+    /// 431: a request head, or its header fields, past a limit.
+    #[error("request header fields too large: {0}")]
+    HeadTooLarge(String),
     /// An error page rendered by the location's error stylesheet.
     #[error("error page rendered by the error stylesheet ({status})")]
     Styled {
@@ -149,6 +158,9 @@ impl HttpError {
             HttpError::NotFound(_) => StatusCode::NOT_FOUND,
             HttpError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             HttpError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            HttpError::UriTooLong(_) => StatusCode::URI_TOO_LONG,
+            HttpError::ContentTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            HttpError::HeadTooLarge(_) => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             HttpError::Render { .. } => StatusCode::INTERNAL_SERVER_ERROR,
             HttpError::Limited { status, .. } => *status,
             HttpError::Styled { status, .. } => *status,
@@ -226,6 +238,9 @@ impl IntoResponse for HttpError {
                 "Axle serves GET and HEAD requests (and POST to documents).".to_string(),
             ),
             HttpError::BadRequest(why) => ("Bad request", why.clone()),
+            HttpError::UriTooLong(why) => ("URI too long", why.clone()),
+            HttpError::ContentTooLarge(why) => ("Content too large", why.clone()),
+            HttpError::HeadTooLarge(why) => ("Request header fields too large", why.clone()),
             HttpError::Render { title, detail } | HttpError::Limited { title, detail, .. } => {
                 (*title, detail.clone())
             }

@@ -1,7 +1,9 @@
 //! Starting and stopping a server: binding the listeners (one per I/O
 //! thread, refusing a port something else listens on), the I/O threads'
-//! runtimes, SIGHUP reloads of the site configuration, and shutdown on
-//! Ctrl-C or SIGTERM. Apart from request handling because none of it runs
+//! runtimes, SIGHUP reloads of the site configuration, the file
+//! descriptor limit, and shutdown on Ctrl-C or SIGTERM (every listener on
+//! every I/O thread stops accepting at once; in-flight requests get the
+//! shutdown timeout). Apart from request handling because none of it runs
 //! per request.
 
 use std::net::SocketAddr;
@@ -48,6 +50,11 @@ fn refuse_servable_config(root: &Path, path: &Path) -> std::io::Result<()> {
 
 /// Binds `config.listen` and serves until Ctrl-C or SIGTERM; SIGHUP reloads
 /// the site configuration (a broken one is reported and the old one kept).
+/// After the signal, every listener stops accepting at once and requests
+/// being answered get `config.http.shutdown_timeout`; whatever is still
+/// open then is cut and this returns. A transform still running on the
+/// pool is not waited for (it cannot be cut short from here): the caller
+/// ends the process (`axle serve` exits 0).
 pub async fn serve(config: &ServeConfig, registry: Registry) -> std::io::Result<()> {
     serve_with(config, registry, None).await
 }
@@ -80,6 +87,7 @@ pub async fn serve_with(
     for problem in site.check_references(&config.root) {
         tracing::warn!(%problem, "the configuration names a stylesheet that cannot be used");
     }
+    raise_open_files_limit();
     let app = App::with_site(config, registry, site)?;
     let listener = first_listener(config.listen, config.reuse_port)?;
     let addr: SocketAddr = listener.local_addr()?;
@@ -91,7 +99,13 @@ pub async fn serve_with(
         config.cache_mode
     );
     spawn_reloader(Arc::clone(&app));
+    // One task hears the signal and tells every listener at once.
     let (stop, stopped) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        tracing::info!("stopping: no new connections; finishing requests being answered");
+        let _ = stop.send(true);
+    });
     let mut others = Vec::new();
     for i in 1..threads {
         // Bind here, so a failure is reported before serving starts.
@@ -115,8 +129,11 @@ pub async fn serve_with(
             })?;
         others.push(handle);
     }
-    let served = serve_on(listener, app, shutdown_signal()).await;
-    let _ = stop.send(true);
+    let mut stopped = stopped.clone();
+    let served = serve_on(listener, app, async move {
+        let _ = stopped.wait_for(|s| *s).await;
+    })
+    .await;
     for handle in others {
         match handle.join() {
             Ok(Ok(())) => {}
@@ -125,6 +142,16 @@ pub async fn serve_with(
         }
     }
     served
+}
+
+/// Raises the soft limit on open files to the hard limit: every
+/// connection is a descriptor, and the usual soft limit (1024) is far below
+/// `max_connections`. A failure is logged, not fatal.
+fn raise_open_files_limit() {
+    match rlimit::increase_nofile_limit(u64::MAX) {
+        Ok(limit) => tracing::debug!(limit, "open files limit"),
+        Err(e) => tracing::warn!(error = %e, "cannot raise the open files limit"),
+    }
 }
 
 /// Threads that accept and serve connections: `requested`, or one per CPU

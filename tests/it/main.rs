@@ -12,6 +12,7 @@ mod edits;
 mod error_pages;
 mod freshness;
 mod http;
+mod limits_http;
 mod limits_render;
 mod links;
 mod samples;

@@ -2,58 +2,268 @@
 //! request body, HTTP/1.0, an upgrade, an unparsable or oversized head) is
 //! served by hyper for the rest of its life, replaying the bytes already
 //! read, and shut down gracefully with the server.
+//!
+//! The same limits hold here as on Axle's own loop. hyper enforces the
+//! head's size and field count (431) and half-closed clients get their
+//! answer (`half_close`); the timeouts are kept by a watchdog beside the
+//! connection, because hyper's `header_read_timeout` starts when hyper
+//! waits for a head, idle time included, and hyper has no keep-alive idle
+//! or write timeout. The watchdog sees what the connection does (bytes
+//! read, writes that cannot progress, requests taken and answered) and
+//! cuts the connection by the rules of the own loop: a head must be whole
+//! `header_timeout` after its first byte, an idle connection gets
+//! `keepalive_timeout`, a blocked write `write_timeout`. hyper's own
+//! header timeout stays on (their sum) as a backstop.
 
 use std::io::{self, IoSlice};
 use std::pin::{Pin, pin};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll};
 
 use axum::body::Body;
+use axum::response::Response;
 use bytes::{Buf, Bytes};
+use http_body::Frame;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
+use tokio::time::Instant;
 use tower::ServiceExt;
 
-use super::{HttpService, stopping};
+use super::{Held, HttpService, stopping};
+use crate::config::HttpLimits;
 
 /// Serves the rest of the connection with hyper, replaying `read` (the
-/// bytes this loop read and did not answer) first.
+/// bytes this loop read and did not answer, a head begun at `head_since`)
+/// first. `_held` keeps the connection counted until it closes.
 pub(super) async fn hand_off<S>(
     stream: TcpStream,
     read: Bytes,
     service: S,
+    limits: HttpLimits,
+    head_since: Instant,
     stopped: watch::Receiver<bool>,
+    _held: Held,
 ) where
     S: HttpService,
 {
-    let io = hyper_util::rt::TokioIo::new(Replay { read, stream });
+    let activity = Arc::new(Activity::new(head_since));
+    let io = hyper_util::rt::TokioIo::new(Replay {
+        read,
+        stream,
+        activity: Arc::clone(&activity),
+    });
+    let started = Arc::clone(&activity);
+    let answered = Arc::clone(&activity);
     let service = hyper_util::service::TowerToHyperService::new(
-        service.map_request(|r: http::Request<hyper::body::Incoming>| r.map(Body::new)),
+        service
+            .map_request(move |r: http::Request<hyper::body::Incoming>| {
+                started.request_started();
+                r.map(Body::new)
+            })
+            .map_response(move |r: Response| {
+                let done = Done(Arc::clone(&answered));
+                r.map(|inner| Body::new(Answering { inner, _done: done }))
+            }),
     );
-    let mut served = pin!(
-        hyper::server::conn::http1::Builder::new()
-            .serve_connection(io, service)
-            .with_upgrades()
-    );
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(limits.header_timeout + limits.keepalive_timeout)
+        .half_close(true)
+        .max_headers(limits.max_header_count)
+        .max_header_size(limits.max_header_bytes);
+    let mut served = pin!(builder.serve_connection(io, service).with_upgrades());
+    let mut watchdog = pin!(watchdog(&activity, &limits));
     tokio::select! {
-        result = served.as_mut() => {
-            if let Err(e) = result {
-                tracing::debug!(error = %e, "connection ended");
-            }
-        }
+        result = served.as_mut() => ended(result),
+        waiting_for = watchdog.as_mut() => timed_out(waiting_for),
         () = stopping(stopped) => {
             served.as_mut().graceful_shutdown();
-            if let Err(e) = served.await {
-                tracing::debug!(error = %e, "connection ended");
+            tokio::select! {
+                result = served.as_mut() => ended(result),
+                waiting_for = watchdog.as_mut() => timed_out(waiting_for),
             }
         }
     }
 }
 
-/// A socket whose first reads return bytes already read from it.
+fn ended(result: Result<(), hyper::Error>) {
+    if let Err(e) = result {
+        tracing::debug!(error = %e, "connection ended");
+    }
+}
+
+fn timed_out(waiting_for: &'static str) {
+    tracing::debug!(waiting_for, "connection timed out");
+}
+
+/// Completes when the connection has broken a timeout, saying what it was
+/// waiting for.
+async fn watchdog(activity: &Activity, limits: &HttpLimits) -> &'static str {
+    loop {
+        let next = activity.state().deadline(limits);
+        match next {
+            Some((at, why)) if at <= Instant::now() => return why,
+            Some((at, _)) => {
+                tokio::select! {
+                    () = tokio::time::sleep_until(at) => {}
+                    () = activity.changed.notified() => {}
+                }
+            }
+            None => activity.changed.notified().await,
+        }
+    }
+}
+
+/// What a handed-over connection is doing, as the watchdog needs it.
+#[derive(Debug)]
+struct State {
+    /// Requests hyper took and has not finished answering.
+    in_flight: usize,
+    /// When the connection last became idle.
+    idle_since: Instant,
+    /// When the first byte of the next head arrived (while idle).
+    head_since: Option<Instant>,
+    /// Since when a write has been waiting for the client to take bytes.
+    blocked_since: Option<Instant>,
+}
+
+impl State {
+    /// The next deadline and what breaking it means, if any applies.
+    fn deadline(&self, limits: &HttpLimits) -> Option<(Instant, &'static str)> {
+        if let Some(since) = self.blocked_since {
+            return Some((
+                since + limits.write_timeout,
+                "the client to take a response",
+            ));
+        }
+        if self.in_flight > 0 {
+            return None;
+        }
+        Some(match self.head_since {
+            Some(since) => (since + limits.header_timeout, "a request head"),
+            None => (self.idle_since + limits.keepalive_timeout, "a request"),
+        })
+    }
+}
+
+/// [`State`], shared by the socket, the service and the watchdog, which
+/// is told of every change that can move a deadline.
+#[derive(Debug)]
+struct Activity {
+    state: Mutex<State>,
+    changed: Notify,
+}
+
+impl Activity {
+    fn new(head_since: Instant) -> Activity {
+        Activity {
+            state: Mutex::new(State {
+                in_flight: 0,
+                idle_since: head_since,
+                head_since: Some(head_since),
+                blocked_since: None,
+            }),
+            changed: Notify::new(),
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Bytes arrived.
+    fn read(&self) {
+        let mut s = self.state();
+        if s.in_flight == 0 && s.head_since.is_none() {
+            s.head_since = Some(Instant::now());
+            drop(s);
+            self.changed.notify_one();
+        }
+    }
+
+    /// A write could not proceed (`blocked`) or did.
+    fn write(&self, blocked: bool) {
+        let mut s = self.state();
+        match (blocked, s.blocked_since) {
+            (true, None) => {
+                s.blocked_since = Some(Instant::now());
+                drop(s);
+                self.changed.notify_one();
+            }
+            (false, Some(_)) => s.blocked_since = None,
+            _ => {}
+        }
+    }
+
+    /// hyper has a whole head and calls the service.
+    fn request_started(&self) {
+        let mut s = self.state();
+        s.in_flight += 1;
+        s.head_since = None;
+        drop(s);
+        self.changed.notify_one();
+    }
+
+    /// hyper is done with a response's body.
+    fn request_done(&self) {
+        let mut s = self.state();
+        s.in_flight = s.in_flight.saturating_sub(1);
+        s.idle_since = Instant::now();
+        drop(s);
+        self.changed.notify_one();
+    }
+}
+
+/// Marks a request answered when dropped (with the body hyper wrote).
+struct Done(Arc<Activity>);
+
+impl Drop for Done {
+    fn drop(&mut self) {
+        self.0.request_done();
+    }
+}
+
+/// A response body that tells the watchdog when hyper is done with it.
+struct Answering {
+    inner: Body,
+    _done: Done,
+}
+
+impl http_body::Body for Answering {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// A socket whose first reads return bytes already read from it, and that
+/// reports reads and blocked writes to the watchdog.
 struct Replay {
     read: Bytes,
     stream: TcpStream,
+    activity: Arc<Activity>,
+}
+
+impl Replay {
+    fn wrote<T>(&self, poll: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
+        self.activity.write(poll.is_pending());
+        poll
+    }
 }
 
 impl AsyncRead for Replay {
@@ -63,7 +273,12 @@ impl AsyncRead for Replay {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         if self.read.is_empty() {
-            return Pin::new(&mut self.stream).poll_read(cx, buf);
+            let before = buf.filled().len();
+            let poll = Pin::new(&mut self.stream).poll_read(cx, buf);
+            if buf.filled().len() > before {
+                self.activity.read();
+            }
+            return poll;
         }
         let n = self.read.len().min(buf.remaining());
         buf.put_slice(&self.read[..n]);
@@ -78,7 +293,8 @@ impl AsyncWrite for Replay {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_write(cx, buf)
+        let poll = Pin::new(&mut self.stream).poll_write(cx, buf);
+        self.wrote(poll)
     }
 
     fn poll_write_vectored(
@@ -86,7 +302,8 @@ impl AsyncWrite for Replay {
         cx: &mut Context<'_>,
         bufs: &[IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
+        let poll = Pin::new(&mut self.stream).poll_write_vectored(cx, bufs);
+        self.wrote(poll)
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -94,10 +311,51 @@ impl AsyncWrite for Replay {
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.stream).poll_flush(cx)
+        let poll = Pin::new(&mut self.stream).poll_flush(cx);
+        self.wrote(poll)
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn deadlines_follow_what_the_connection_does() {
+        let limits = HttpLimits {
+            header_timeout: Duration::from_secs(1),
+            keepalive_timeout: Duration::from_secs(5),
+            write_timeout: Duration::from_secs(3),
+            ..HttpLimits::default()
+        };
+        let t = Instant::now();
+        let mut s = State {
+            in_flight: 0,
+            idle_since: t,
+            head_since: Some(t),
+            blocked_since: None,
+        };
+        assert_eq!(
+            s.deadline(&limits),
+            Some((t + limits.header_timeout, "a request head"))
+        );
+        s.head_since = None;
+        assert_eq!(
+            s.deadline(&limits),
+            Some((t + limits.keepalive_timeout, "a request"))
+        );
+        s.in_flight = 1;
+        assert_eq!(s.deadline(&limits), None);
+        s.blocked_since = Some(t);
+        assert_eq!(
+            s.deadline(&limits),
+            Some((t + limits.write_timeout, "the client to take a response"))
+        );
     }
 }

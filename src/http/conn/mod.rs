@@ -19,7 +19,11 @@
 //! length is known, chunked otherwise, none for HEAD, 1xx, 204 and 304.
 //!
 //! Boundaries: knows HTTP/1.1 framing and nothing of Axle's handler; owns
-//! the accept loop and graceful shutdown for `axle serve`.
+//! the accept loop and graceful shutdown for `axle serve`, and the
+//! connection limits of [`HttpLimits`] on both paths: the header, keep-alive
+//! and write timeouts, the head's size and field count (431), and the
+//! number of connections served at once (past it the loop stops accepting,
+//! so new connections wait in the listen backlog).
 //!
 //! Layout: this file has the accept loop, the per-connection loop and
 //! shutdown; `fast` the fast path's interface ([`Head`], [`Fast`],
@@ -37,6 +41,7 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::io;
 use std::pin::pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::Request;
@@ -45,19 +50,22 @@ use axum::response::Response;
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{Semaphore, watch};
+use tokio::time::Instant;
 use tower::{Service, ServiceExt};
 
+use crate::config::HttpLimits;
+
+use axum::response::IntoResponse;
+
+use super::HttpError;
 use hand_off::hand_off;
 use parse::{Parsed, parse};
 use write::{wire_head, write_response, write_wire};
 
 /// Most header fields a request may have here; more go to hyper (which
-/// answers 431 above its own limit).
+/// answers 431 past `max_header_count`).
 pub(super) const MAX_HEADERS: usize = 64;
-
-/// Largest request head read here; a longer one goes to hyper.
-const MAX_HEAD: usize = 64 * 1024;
 
 /// Room kept free in the read buffer before each read.
 const READ_RESERVE: usize = 4096;
@@ -80,15 +88,45 @@ impl<S> HttpService for S where
 {
 }
 
+/// The limits one server's connections share: [`HttpLimits`], and the
+/// connections served at once, counted over every listener (every I/O
+/// thread) of the server.
+#[derive(Debug, Clone)]
+pub struct ConnLimits {
+    /// The configured limits.
+    pub http: HttpLimits,
+    /// One permit per connection being served.
+    pub connections: Arc<Semaphore>,
+}
+
+impl ConnLimits {
+    /// `http`'s limits, with a fresh connection count.
+    pub fn new(http: HttpLimits) -> ConnLimits {
+        let permits = http.max_connections.clamp(1, Semaphore::MAX_PERMITS);
+        ConnLimits {
+            http,
+            connections: Arc::new(Semaphore::new(permits)),
+        }
+    }
+}
+
 /// Serves every connection `listener` accepts until `shutdown` completes;
 /// then stops accepting, lets each connection finish the request it is
-/// answering, closes idle ones, and returns once all are closed. Each GET
-/// or HEAD with a plain target goes to `fast` first, as a [`Head`], before
-/// any `http::Request` is built; what it does not answer goes to `service`.
+/// answering, closes idle ones, and returns once all are closed or
+/// `shutdown_timeout` has passed (whatever is still open then is cut).
+/// Each GET or HEAD with a plain target goes to `fast` first, as a
+/// [`Head`], before any `http::Request` is built; what it does not answer
+/// goes to `service`.
+///
+/// A connection is accepted only with a permit of `limits.connections`:
+/// with `max_connections` being served, the loop waits for one to close
+/// and new connections wait in the kernel's listen backlog (the ones being
+/// served are never starved to make room).
 pub async fn serve<S, F>(
     listener: TcpListener,
     service: S,
     fast: F,
+    limits: ConnLimits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()>
 where
@@ -96,59 +134,141 @@ where
     F: Fn(&Head<'_>) -> Fast + Clone + Send + 'static,
 {
     let (stop, stopped) = watch::channel(false);
-    // Every connection holds a sender; `recv` returns None once all are gone.
-    let (alive, mut all_closed) = mpsc::channel::<()>(1);
+    // Every connection is a task of this set: reaped as they end, and
+    // aborted (cut) when the shutdown timeout passes.
+    let mut connections = tokio::task::JoinSet::new();
     let mut shutdown = pin!(shutdown);
-    loop {
-        tokio::select! {
-            biased;
-            () = &mut shutdown => break,
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
-                    tokio::spawn(connection(
-                        stream,
-                        service.clone(),
-                        fast.clone(),
-                        stopped.clone(),
-                        alive.clone(),
-                    ));
-                }
-                Err(e) => accept_failed(e).await,
-            },
+    let mut failures = AcceptFailures::default();
+    'serving: loop {
+        let permit = loop {
+            tokio::select! {
+                biased;
+                () = &mut shutdown => break 'serving,
+                Some(_) = connections.join_next(), if !connections.is_empty() => {}
+                permit = Arc::clone(&limits.connections).acquire_owned() => match permit {
+                    Ok(permit) => break permit,
+                    Err(_) => break 'serving, // closed: never happens, the server owns it
+                },
+            }
+        };
+        let accepted = loop {
+            tokio::select! {
+                biased;
+                () = &mut shutdown => break 'serving,
+                Some(_) = connections.join_next(), if !connections.is_empty() => {}
+                accepted = listener.accept() => break accepted,
+            }
+        };
+        match accepted {
+            Ok((stream, _)) => {
+                failures.accepted();
+                connections.spawn(connection(
+                    stream,
+                    service.clone(),
+                    fast.clone(),
+                    limits.http,
+                    stopped.clone(),
+                    permit,
+                ));
+            }
+            Err(e) => failures.failed(e).await,
         }
     }
     drop(listener);
     let _ = stop.send(true);
-    drop(alive);
-    let _ = all_closed.recv().await;
+    let deadline = limits.http.shutdown_timeout;
+    let drained = async { while connections.join_next().await.is_some() {} };
+    if tokio::time::timeout(deadline, drained).await.is_err() {
+        tracing::warn!(
+            timeout = ?deadline,
+            open = connections.len(),
+            "connections still open after the shutdown timeout are cut"
+        );
+        connections.shutdown().await;
+    }
     Ok(())
 }
 
-/// After a failed `accept`: a connection that died in the queue is only
-/// logged; anything else (out of file descriptors, most often) also pauses
-/// accepting for a moment, as hyper's servers do, rather than spinning.
-async fn accept_failed(e: io::Error) {
-    use io::ErrorKind::{ConnectionAborted, ConnectionRefused, ConnectionReset};
-    if matches!(
-        e.kind(),
-        ConnectionAborted | ConnectionRefused | ConnectionReset
-    ) {
-        tracing::debug!(error = %e, "a connection failed before it was accepted");
-        return;
+/// How long accepting pauses after a failure that is not the client's
+/// (out of file descriptors, most often).
+const ACCEPT_PAUSE: Duration = Duration::from_millis(500);
+
+/// Time without a failed `accept` that ends a burst of them.
+const ACCEPT_QUIET: Duration = Duration::from_secs(5);
+
+/// A burst of failed `accept`s (running out of file descriptors fails
+/// every accept until connections close, and then again as soon as the
+/// freed descriptors are taken): logged once when it starts and once when
+/// it ends, `ACCEPT_QUIET` after its last failure, rather than once per
+/// failure.
+#[derive(Debug, Default)]
+struct AcceptFailures {
+    /// Failures in the current burst (0: none).
+    count: u64,
+    /// When the last one happened.
+    last: Option<Instant>,
+}
+
+impl AcceptFailures {
+    /// After a failed `accept`: a connection that died in the queue is only
+    /// logged; anything else also pauses accepting for a moment, as hyper's
+    /// servers do, rather than spinning on a listener that stays readable.
+    async fn failed(&mut self, e: io::Error) {
+        use io::ErrorKind::{ConnectionAborted, ConnectionRefused, ConnectionReset};
+        if matches!(
+            e.kind(),
+            ConnectionAborted | ConnectionRefused | ConnectionReset
+        ) {
+            tracing::debug!(error = %e, "a connection failed before it was accepted");
+            return;
+        }
+        self.end_if_quiet();
+        self.count += 1;
+        self.last = Some(Instant::now());
+        if self.count == 1 {
+            tracing::error!(
+                error = %e,
+                pause = ?ACCEPT_PAUSE,
+                "accept failed; pausing between attempts (logged once per burst)"
+            );
+        } else {
+            tracing::debug!(error = %e, failures = self.count, "accept failed again");
+        }
+        tokio::time::sleep(ACCEPT_PAUSE).await;
     }
-    tracing::error!(error = %e, "accept failed; pausing for a second");
-    tokio::time::sleep(Duration::from_secs(1)).await;
+
+    /// After an `accept` that succeeded.
+    fn accepted(&mut self) {
+        if self.count > 0 {
+            self.end_if_quiet();
+        }
+    }
+
+    /// Ends the burst if its last failure is `ACCEPT_QUIET` old.
+    fn end_if_quiet(&mut self) {
+        if self.last.is_some_and(|t| t.elapsed() >= ACCEPT_QUIET) {
+            tracing::warn!(failures = self.count, "accept failures ended");
+            self.count = 0;
+            self.last = None;
+        }
+    }
 }
 
 /// One connection: answers requests in order until the client closes, asks
-/// to close, or the server stops; hands over to hyper when a request needs
-/// it.
+/// to close, the server stops, or a timeout passes; hands over to hyper
+/// when a request needs it. Timeouts: a request head must be complete
+/// `header_timeout` after its first byte (the first request's, after the
+/// accept), an idle connection gets `keepalive_timeout` between requests,
+/// and each write must make progress within `write_timeout`. A timed-out
+/// connection is closed without an answer, as hyper does. `held` keeps
+/// the connection counted in `max_connections` until it closes.
 async fn connection<S, F>(
     mut stream: TcpStream,
     service: S,
     fast: F,
+    limits: HttpLimits,
     stopped: watch::Receiver<bool>,
-    _alive: mpsc::Sender<()>,
+    held: Held,
 ) where
     S: HttpService,
     F: Fn(&Head<'_>) -> Fast,
@@ -159,26 +279,67 @@ async fn connection<S, F>(
     let mut unread = Bytes::new();
     let mut head = Vec::with_capacity(512);
     let mut stop = pin!(stopping(stopped.clone()));
+    // When the head being read started (None: idle between requests, since
+    // `idle_since`).
+    let mut head_since = Some(Instant::now());
+    let mut idle_since = Instant::now();
+    let write_timeout = limits.write_timeout;
     loop {
         // Answer every complete request already read (pipelining).
+        let mut answered = false;
         loop {
-            let (close, written) = match parse(&mut unread, &fast) {
+            let (close, written) = match parse(&mut unread, &fast, &limits) {
                 Parsed::Wire(wire, head_only, close) => {
                     let close = close || *stopped.borrow();
-                    let written = write_wire(&mut stream, &mut head, &wire, head_only, close);
+                    let written = write_wire(
+                        &mut stream,
+                        &mut head,
+                        &wire,
+                        head_only,
+                        close,
+                        write_timeout,
+                    );
                     (close, written.await)
                 }
                 Parsed::Request(request, close) => {
                     let head_only = request.method() == Method::HEAD;
                     let close = close || *stopped.borrow();
+                    // The whole response is made (rendered on the pool)
+                    // before the first byte is written: a client that reads
+                    // slowly holds this task, never a transform thread.
                     let Ok(response) = service.clone().oneshot(request).await;
-                    let written =
-                        write_response(&mut stream, &mut head, response, head_only, close);
+                    let written = write_response(
+                        &mut stream,
+                        &mut head,
+                        response,
+                        head_only,
+                        close,
+                        write_timeout,
+                    );
                     (close, written.await)
                 }
+                Parsed::Refused(error) => {
+                    // The head broke a limit: answered, then closed, since
+                    // where the next request starts is not known.
+                    let response = error.into_response();
+                    let written = write_response(
+                        &mut stream,
+                        &mut head,
+                        response,
+                        false,
+                        true,
+                        write_timeout,
+                    );
+                    (true, written.await)
+                }
                 Parsed::Partial => break,
-                Parsed::HandOff => return hand_off(stream, unread, service, stopped).await,
+                Parsed::HandOff => {
+                    let head_since = head_since.unwrap_or_else(Instant::now);
+                    return hand_off(stream, unread, service, limits, head_since, stopped, held)
+                        .await;
+                }
             };
+            answered = true;
             match written {
                 Ok(()) if !close => {}
                 Ok(()) => return shut(stream).await,
@@ -188,8 +349,19 @@ async fn connection<S, F>(
                 }
             }
         }
-        if unread.len() >= MAX_HEAD {
-            return hand_off(stream, unread, service, stopped).await;
+        if answered {
+            // The next head's clock starts now if part of it is here.
+            idle_since = Instant::now();
+            head_since = (!unread.is_empty()).then_some(idle_since);
+        }
+        if unread.len() > limits.max_header_bytes {
+            let response = too_large_head(&limits).into_response();
+            let written =
+                write_response(&mut stream, &mut head, response, false, true, write_timeout);
+            if written.await.is_ok() {
+                shut(stream).await;
+            }
+            return;
         }
         // A partial head (rare: split packets) is read on from a copy; the
         // buffer reclaims its space once no request holds on to it.
@@ -197,16 +369,42 @@ async fn connection<S, F>(
         if buf.capacity() - buf.len() < READ_RESERVE {
             buf.reserve(READ_RESERVE);
         }
+        let deadline = match head_since {
+            Some(since) => since + limits.header_timeout,
+            None => idle_since + limits.keepalive_timeout,
+        };
         tokio::select! {
             biased;
             read = stream.read_buf(&mut buf) => match read {
                 Ok(0) | Err(_) => return,
-                Ok(_) => {}
+                Ok(_) => {
+                    if head_since.is_none() {
+                        head_since = Some(Instant::now());
+                    }
+                }
             },
+            () = tokio::time::sleep_until(deadline) => {
+                tracing::debug!(
+                    waiting_for = if head_since.is_some() { "a request head" } else { "a request" },
+                    "connection timed out"
+                );
+                return;
+            }
             () = &mut stop => return,
         }
         unread = buf.split().freeze();
     }
+}
+
+/// What keeps a connection counted in `max_connections` while it is open.
+pub(super) type Held = tokio::sync::OwnedSemaphorePermit;
+
+/// The answer to a request head longer than `max_header_bytes`.
+pub(super) fn too_large_head(limits: &HttpLimits) -> HttpError {
+    HttpError::HeadTooLarge(format!(
+        "the request head is longer than {} bytes",
+        limits.max_header_bytes
+    ))
 }
 
 /// Completes once the server is stopping.
@@ -229,7 +427,7 @@ where
     F: Fn(&Head<'_>) -> Fast,
 {
     let mut unread = request;
-    match parse(&mut unread, fast) {
+    match parse(&mut unread, fast, &HttpLimits::default()) {
         Parsed::Wire(wire, head_only, close) => {
             // `wire_head` gives back the whole body or none of it.
             let sent = wire_head(head, &wire, head_only, close).len();

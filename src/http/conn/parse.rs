@@ -2,15 +2,19 @@
 //! the fast path when they are a plain GET or HEAD, otherwise built into an
 //! `http::Request` that shares the read bytes; anything this loop does not
 //! serve (a body, HTTP/1.0, an upgrade, an unparsable head) is marked for
-//! hyper.
+//! hyper. A head that breaks a limit of [`HttpLimits`] on its size or its
+//! field count is refused here (431); one whose target, query or `Host`
+//! the handler refuses never reaches the fast path.
 
 use axum::body::Body;
 use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, Uri};
 use bytes::{Buf, Bytes};
 
+use super::super::HttpError;
 use super::MAX_HEADERS;
 use super::fast::{Fast, FastMissed, Head, Wire};
+use crate::config::HttpLimits;
 
 /// Whether `target` is an origin-form path and query made only of
 /// characters `http::Uri` keeps as they are (unreserved, sub-delims, `:`,
@@ -69,6 +73,8 @@ pub(super) enum Parsed {
     Request(Request, bool),
     /// Not a whole head yet.
     Partial,
+    /// A head that breaks a limit: the answer (the connection then closes).
+    Refused(HttpError),
     /// A request for hyper (body, HTTP/1.0, upgrade, unparsable, ...).
     HandOff,
 }
@@ -76,7 +82,7 @@ pub(super) enum Parsed {
 /// Parses the request at the start of `unread`. A complete one this loop
 /// serves is consumed from `unread`: answered by `fast`, or built into a
 /// request whose URI and header values share its bytes.
-pub(super) fn parse<F>(unread: &mut Bytes, fast: &F) -> Parsed
+pub(super) fn parse<F>(unread: &mut Bytes, fast: &F, limits: &HttpLimits) -> Parsed
 where
     F: Fn(&Head<'_>) -> Fast,
 {
@@ -90,8 +96,17 @@ where
     let len = match req.parse_with_uninit_headers(data, &mut storage) {
         Ok(httparse::Status::Complete(len)) => len,
         Ok(httparse::Status::Partial) => return Parsed::Partial,
+        Err(httparse::Error::TooManyHeaders) if limits.max_header_count <= MAX_HEADERS => {
+            return Parsed::Refused(too_many_fields(limits));
+        }
         Err(_) => return Parsed::HandOff,
     };
+    if len > limits.max_header_bytes {
+        return Parsed::Refused(super::too_large_head(limits));
+    }
+    if req.headers.len() > limits.max_header_count {
+        return Parsed::Refused(too_many_fields(limits));
+    }
     let (Some(method), Some(path), Some(1)) = (req.method, req.path, req.version) else {
         return Parsed::HandOff;
     };
@@ -105,9 +120,12 @@ where
         },
     };
     let mut close = false;
+    let mut hosts = 0;
     for h in req.headers.iter() {
         let name = h.name.as_bytes();
-        if name.eq_ignore_ascii_case(b"content-length") {
+        if name.eq_ignore_ascii_case(b"host") {
+            hosts += 1;
+        } else if name.eq_ignore_ascii_case(b"content-length") {
             if h.value.trim_ascii() != b"0" {
                 return Parsed::HandOff;
             }
@@ -124,7 +142,12 @@ where
         }
     }
     let mut missed = false;
-    if (method == Method::GET || method == Method::HEAD) && plain_target(path) {
+    // What the handler refuses (a missing or repeated Host, a target or a
+    // query past its limit) is left to it, so both paths say the same.
+    let refusable = hosts != 1
+        || path.len() > limits.max_uri_bytes
+        || path.bytes().filter(|b| matches!(b, b'&' | b';')).count() >= limits.max_query_params;
+    if (method == Method::GET || method == Method::HEAD) && !refusable && plain_target(path) {
         let (path, query) = path.split_once('?').unwrap_or((path, ""));
         let head = Head {
             method: &method,
@@ -164,4 +187,12 @@ where
     }
     unread.advance(len);
     Parsed::Request(request, close)
+}
+
+/// The answer to a head with more than `max_header_count` fields.
+fn too_many_fields(limits: &HttpLimits) -> HttpError {
+    HttpError::HeadTooLarge(format!(
+        "the request has more than {} header fields",
+        limits.max_header_count
+    ))
 }

@@ -38,7 +38,13 @@ async fn served(respond: fn(&Request) -> Response) -> SocketAddr {
         tower::service_fn(
             move |request: Request| async move { Ok::<_, Infallible>(respond(&request)) },
         );
-    tokio::spawn(serve(listener, service, wired, std::future::pending()));
+    tokio::spawn(serve(
+        listener,
+        service,
+        wired,
+        ConnLimits::new(HttpLimits::default()),
+        std::future::pending(),
+    ));
     addr
 }
 
@@ -174,9 +180,13 @@ async fn request_heads_reach_the_service_intact() {
         )
     );
     // Looked up by the fast path and missed: the service is told.
-    let wire = exchange(addr, "GET /missed?q HTTP/1.1\r\nConnection: close\r\n\r\n").await;
+    let wire = exchange(
+        addr,
+        "GET /missed?q HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n",
+    )
+    .await;
     assert!(
-        wire.ends_with("\r\n\r\nGET /missed?q\nconnection=close\n(missed)\n"),
+        wire.ends_with("\r\n\r\nGET /missed?q\nhost=h\nconnection=close\n(missed)\n"),
         "{wire}"
     );
 }
@@ -214,7 +224,7 @@ fn plain_targets_split_as_a_parsed_uri_does() {
 
 #[test]
 fn a_head_and_a_header_map_give_the_same_values() {
-    let text = b"GET / HTTP/1.1\r\nCookie: a=1\r\nX-Bin: caf\xc3\xa9\r\ncookie: b=2\r\nAccept:  x \r\n\r\n";
+    let text = b"GET / HTTP/1.1\r\nHost: h\r\nCookie: a=1\r\nX-Bin: caf\xc3\xa9\r\ncookie: b=2\r\nAccept:  x \r\n\r\n";
     let mut storage = [httparse::EMPTY_HEADER; 8];
     let mut req = httparse::Request::new(&mut storage);
     req.parse(text).unwrap();
@@ -255,8 +265,8 @@ async fn wire_responses_are_framed_like_any_other() {
     let addr = served(pieces).await;
     let wire = exchange(
         addr,
-        "GET /wire HTTP/1.1\r\n\r\nHEAD /wire HTTP/1.1\r\n\r\nGET /wire-304 HTTP/1.1\r\n\r\n\
-         GET /wire HTTP/1.1\r\nConnection: close\r\n\r\n",
+        "GET /wire HTTP/1.1\r\nHost: h\r\n\r\nHEAD /wire HTTP/1.1\r\nHost: h\r\n\r\nGET /wire-304 HTTP/1.1\r\nHost: h\r\n\r\n\
+         GET /wire HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n",
     )
     .await;
     assert_eq!(
@@ -272,7 +282,7 @@ async fn wire_responses_are_framed_like_any_other() {
 fn fast_answer_gives_what_the_loop_writes() {
     let mut head = Vec::new();
     let body = fast_answer(
-        Bytes::from_static(b"GET /wire HTTP/1.1\r\n\r\n"),
+        Bytes::from_static(b"GET /wire HTTP/1.1\r\nHost: h\r\n\r\n"),
         &wired,
         &mut head,
     );
@@ -285,13 +295,13 @@ fn fast_answer_gives_what_the_loop_writes() {
         "{text}"
     );
     let body = fast_answer(
-        Bytes::from_static(b"HEAD /wire HTTP/1.1\r\n\r\n"),
+        Bytes::from_static(b"HEAD /wire HTTP/1.1\r\nHost: h\r\n\r\n"),
         &wired,
         &mut head,
     );
     assert_eq!(body.as_deref(), Some(&b""[..]));
     for passed in [
-        &b"GET /other HTTP/1.1\r\n\r\n"[..],
+        &b"GET /other HTTP/1.1\r\nHost: h\r\n\r\n"[..],
         b"GET /wire HTTP/1.0\r\n\r\n",
         b"GET /wi",
     ] {

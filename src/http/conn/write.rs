@@ -1,8 +1,11 @@
 //! Responses on the wire: the status line and header fields, framing
 //! (`Content-Length`, chunked, or none for HEAD, 1xx, 204 and 304), the
-//! `date` field, and writing head and body together with `writev`.
+//! `date` field, and writing head and body together with `writev`. Every
+//! write must make progress within the write timeout (a client that reads
+//! nothing is cut, as nginx's `send_timeout` does).
 
 use std::io::{self, IoSlice, Write as _};
+use std::time::Duration;
 
 use axum::http::{StatusCode, header};
 use axum::response::Response;
@@ -33,6 +36,7 @@ pub(super) async fn write_response(
     response: Response,
     head_only: bool,
     close: bool,
+    timeout: Duration,
 ) -> io::Result<()> {
     let (parts, mut body) = response.into_parts();
     let status = parts.status;
@@ -123,11 +127,17 @@ pub(super) async fn write_response(
                             IoSlice::new(&data),
                             IoSlice::new(b"\r\n"),
                         ],
+                        timeout,
                     )
                     .await?;
                 }
                 _ => {
-                    write_all(stream, &mut [IoSlice::new(pending), IoSlice::new(&data)]).await?;
+                    write_all(
+                        stream,
+                        &mut [IoSlice::new(pending), IoSlice::new(&data)],
+                        timeout,
+                    )
+                    .await?;
                 }
             }
             head_sent = true;
@@ -142,13 +152,14 @@ pub(super) async fn write_response(
             write_all(
                 stream,
                 &mut [IoSlice::new(pending), IoSlice::new(b"0\r\n\r\n")],
+                timeout,
             )
             .await
         }
         Framing::Length(n) if written != n => {
             Err(io::Error::other("response body shorter than its length"))
         }
-        _ if !head_sent => write_all(stream, &mut [IoSlice::new(pending)]).await,
+        _ if !head_sent => write_all(stream, &mut [IoSlice::new(pending)], timeout).await,
         _ => Ok(()),
     }
 }
@@ -160,9 +171,15 @@ pub(super) async fn write_wire(
     wire: &Wire,
     head_only: bool,
     close: bool,
+    timeout: Duration,
 ) -> io::Result<()> {
     let body = wire_head(head, wire, head_only, close);
-    write_all(stream, &mut [IoSlice::new(head), IoSlice::new(body)]).await
+    write_all(
+        stream,
+        &mut [IoSlice::new(head), IoSlice::new(body)],
+        timeout,
+    )
+    .await
 }
 
 /// Before a response's second and later writes: turns Nagle's algorithm
@@ -254,12 +271,24 @@ fn date(head: &mut Vec<u8>) {
     });
 }
 
-/// Writes every byte of `slices`, as few `writev`s as the socket allows.
-async fn write_all(stream: &mut TcpStream, slices: &mut [IoSlice<'_>]) -> io::Result<()> {
+/// Writes every byte of `slices`, as few `writev`s as the socket allows;
+/// fails with `TimedOut` when one of them makes no progress for `timeout`.
+async fn write_all(
+    stream: &mut TcpStream,
+    slices: &mut [IoSlice<'_>],
+    timeout: Duration,
+) -> io::Result<()> {
     let mut slices = slices;
     IoSlice::advance_slices(&mut slices, 0);
     while !slices.is_empty() {
-        let n = stream.write_vectored(slices).await?;
+        let n = tokio::time::timeout(timeout, stream.write_vectored(slices))
+            .await
+            .map_err(|_| {
+                io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "the client took nothing within the write timeout",
+                )
+            })??;
         if n == 0 {
             return Err(io::ErrorKind::WriteZero.into());
         }
