@@ -238,3 +238,33 @@ async fn xinclude_fan_out_is_refused_before_it_is_expanded() {
     assert!(r.text().contains("max-xinclude-nodes"), "{}", r.text());
     assert!(started.elapsed() < Duration::from_secs(5));
 }
+
+/// A render whose client went away is stopped, on both connection paths:
+/// Axle's own loop (a GET) and hyper's (an HTTP/1.0 request).
+#[tokio::test]
+async fn a_render_whose_client_went_away_is_cancelled() {
+    use tokio::io::AsyncWriteExt;
+    let site = TestSite::new();
+    write_cubic(&site, "slow.xml", 1000);
+    let mut config = config(&site, CacheMode::Off);
+    config.workers = 1;
+    config.render.timeout = Duration::from_secs(30);
+    let server = TestServer::start_config(config, axle::Registry::default()).await;
+    for (i, version) in ["HTTP/1.1", "HTTP/1.0"].iter().enumerate() {
+        let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+        let request = format!("GET /slow.xml?x={i} {version}\r\nHost: localhost\r\n\r\n");
+        stream.write_all(request.as_bytes()).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        drop(stream);
+        // The only transform thread is free again long before the render's
+        // 30 s deadline.
+        let started = Instant::now();
+        let r = server.get(&format!("/one.xml?after={i}")).await;
+        assert_eq!(r.status, 200, "{version}: {}", r.text());
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{version}: the abandoned render held the thread for {:?}",
+            started.elapsed()
+        );
+    }
+}

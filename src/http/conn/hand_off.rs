@@ -4,8 +4,9 @@
 //! read, and shut down gracefully with the server.
 //!
 //! The same limits hold here as on Axle's own loop. hyper enforces the
-//! head's size and field count (431) and half-closed clients get their
-//! answer (`half_close`); the timeouts are kept by a watchdog beside the
+//! head's size and field count (431); a client that closes its side while
+//! its request is answered is gone, as on the own loop (`half_close(false)`:
+//! hyper drops the response future, which cancels its render); the timeouts are kept by a watchdog beside the
 //! connection, because hyper's `header_read_timeout` starts when hyper
 //! waits for a head, idle time included, and hyper has no keep-alive idle
 //! or write timeout. The watchdog sees what the connection does (bytes
@@ -70,7 +71,7 @@ pub(super) async fn hand_off<S>(
     builder
         .timer(hyper_util::rt::TokioTimer::new())
         .header_read_timeout(limits.header_timeout + limits.keepalive_timeout)
-        .half_close(true)
+        .half_close(false)
         .max_headers(limits.max_header_count)
         .max_header_size(limits.max_header_bytes);
     let mut served = pin!(builder.serve_connection(io, service).with_upgrades());

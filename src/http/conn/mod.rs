@@ -306,8 +306,20 @@ async fn connection<S, F>(
                     let close = close || *stopped.borrow();
                     // The whole response is made (rendered on the pool)
                     // before the first byte is written: a client that reads
-                    // slowly holds this task, never a transform thread.
-                    let Ok(response) = service.clone().oneshot(request).await;
+                    // slowly holds this task, never a transform thread. A
+                    // client that closes its side meanwhile is gone, as
+                    // nginx has it ("client prematurely closed
+                    // connection"): dropping the response future cancels
+                    // its render.
+                    let response = tokio::select! {
+                        biased;
+                        response = service.clone().oneshot(request) => response,
+                        () = client_gone(&stream) => {
+                            tracing::debug!("the client closed its connection; its render is cancelled");
+                            return;
+                        }
+                    };
+                    let Ok(response) = response;
                     let written = write_response(
                         &mut stream,
                         &mut head,
@@ -405,6 +417,17 @@ pub(super) fn too_large_head(limits: &HttpLimits) -> HttpError {
         "the request head is longer than {} bytes",
         limits.max_header_bytes
     ))
+}
+
+/// Completes when the client has closed its side of the connection (or
+/// it broke) while its request is being answered; never, if it sends
+/// more (a pipelined request: its bytes stay unread for the loop).
+async fn client_gone(stream: &TcpStream) {
+    let mut byte = [0u8; 1];
+    match stream.peek(&mut byte).await {
+        Ok(0) | Err(_) => {}
+        Ok(_) => std::future::pending().await,
+    }
 }
 
 /// Completes once the server is stopping.
