@@ -21,10 +21,10 @@ fuzz_target!(|data: &[u8]| {
                 let _ = site.location(path);
             }
             // A path taken from the text itself, so prefixes it names match.
-            if let Some(line) = text.lines().find(|l| l.contains('/')) {
-                if let Some(start) = line.find('/') {
-                    let _ = site.location(&line[start..]);
-                }
+            if let Some(line) = text.lines().find(|l| l.contains('/'))
+                && let Some(start) = line.find('/')
+            {
+                let _ = site.location(&line[start..]);
             }
         }
         Err(e) => {
