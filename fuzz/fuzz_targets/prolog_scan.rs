@@ -13,9 +13,9 @@ fuzz_target!(|data: &[u8]| {
         assert!(!prolog.root.local.is_empty(), "empty root name");
     }
     // The libxml2 fallback path feeds PI data to the same parser.
-    if let Ok(text) = std::str::from_utf8(data) {
-        if let Some(pi) = parse_stylesheet_pi(text) {
-            assert!(!pi.href.is_empty(), "empty href in {pi:?}");
-        }
+    if let Ok(text) = std::str::from_utf8(data)
+        && let Some(pi) = parse_stylesheet_pi(text)
+    {
+        assert!(!pi.href.is_empty(), "empty href in {pi:?}");
     }
 });

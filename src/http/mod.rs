@@ -184,6 +184,14 @@ pub fn hit_bytes(app: &App, request: Bytes, head: &mut Vec<u8>) -> Option<Bytes>
     conn::fast_answer(request, &|h: &conn::Head<'_>| hot_wire(app, h), head)
 }
 
+/// The connection loop's head parsing and response framing, reachable for
+/// the `http_head` fuzz target (`fuzz/`) with a fast path of its own; not an
+/// API.
+#[doc(hidden)]
+pub mod wire {
+    pub use super::conn::{Fast, Head, Headers, Wire, fast_answer};
+}
+
 async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
     // One debug line per request (no span, no clock: a hit is a few
     // microseconds, and a per-request span was a measurable share of it).
