@@ -707,3 +707,33 @@ async fn serve_on_cuts_what_is_still_open_after_the_shutdown_timeout() {
     let (out, closed) = until_closed(&mut busy, Duration::from_secs(2)).await;
     assert!(closed && out.is_empty(), "the request in flight is cut");
 }
+
+#[tokio::test]
+async fn a_request_body_that_stops_coming_is_cut_at_the_header_timeout() {
+    let (_site, server) = server(HttpLimits {
+        header_timeout: Duration::from_secs(1),
+        keepalive_timeout: Duration::from_secs(30),
+        ..HttpLimits::default()
+    })
+    .await;
+    let mut stream = TcpStream::connect(server.addr).await.unwrap();
+    stream
+        .write_all(
+            b"POST /one.xml HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\n\
+              Content-Length: 10\r\n\r\na=",
+        )
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let (out, closed) = until_closed(&mut stream, Duration::from_secs(5)).await;
+    let took = started.elapsed();
+    assert!(
+        closed && out.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out)
+    );
+    assert!(
+        took >= Duration::from_millis(900) && took < Duration::from_secs(3),
+        "cut after {took:?}"
+    );
+}

@@ -12,8 +12,11 @@
 //! read, writes that cannot progress, requests taken and answered) and
 //! cuts the connection by the rules of the own loop: a head must be whole
 //! `header_timeout` after its first byte, an idle connection gets
-//! `keepalive_timeout`, a blocked write `write_timeout`. hyper's own
-//! header timeout stays on (their sum) as a backstop.
+//! `keepalive_timeout`, a blocked write `write_timeout`. A request body
+//! the handler waits for must also make progress within `header_timeout`
+//! (nginx's `client_body_timeout` rule), so a client trickling a body
+//! cannot hold the connection. hyper's own header timeout stays on (the
+//! sum of the header and keep-alive timeouts) as a backstop.
 
 use std::io::{self, IoSlice};
 use std::pin::{Pin, pin};
@@ -59,7 +62,8 @@ pub(super) async fn hand_off<S>(
         service
             .map_request(move |r: http::Request<hyper::body::Incoming>| {
                 started.request_started();
-                r.map(Body::new)
+                let activity = Arc::clone(&started);
+                r.map(|inner| Body::new(Receiving { inner, activity }))
             })
             .map_response(move |r: Response| {
                 let done = Done(Arc::clone(&answered));
@@ -127,6 +131,8 @@ struct State {
     head_since: Option<Instant>,
     /// Since when a write has been waiting for the client to take bytes.
     blocked_since: Option<Instant>,
+    /// Since when the handler has been waiting for request body bytes.
+    body_since: Option<Instant>,
 }
 
 impl State {
@@ -137,6 +143,9 @@ impl State {
                 since + limits.write_timeout,
                 "the client to take a response",
             ));
+        }
+        if let Some(since) = self.body_since {
+            return Some((since + limits.header_timeout, "the request body"));
         }
         if self.in_flight > 0 {
             return None;
@@ -164,6 +173,7 @@ impl Activity {
                 idle_since: head_since,
                 head_since: Some(head_since),
                 blocked_since: None,
+                body_since: None,
             }),
             changed: Notify::new(),
         }
@@ -197,6 +207,20 @@ impl Activity {
         }
     }
 
+    /// The handler waits for body bytes (`waiting`), or got some.
+    fn body(&self, waiting: bool) {
+        let mut s = self.state();
+        match (waiting, s.body_since) {
+            (true, None) => {
+                s.body_since = Some(Instant::now());
+                drop(s);
+                self.changed.notify_one();
+            }
+            (false, Some(_)) => s.body_since = None,
+            _ => {}
+        }
+    }
+
     /// hyper has a whole head and calls the service.
     fn request_started(&self) {
         let mut s = self.state();
@@ -211,6 +235,7 @@ impl Activity {
         let mut s = self.state();
         s.in_flight = s.in_flight.saturating_sub(1);
         s.idle_since = Instant::now();
+        s.body_since = None;
         drop(s);
         self.changed.notify_one();
     }
@@ -248,6 +273,40 @@ impl http_body::Body for Answering {
 
     fn size_hint(&self) -> http_body::SizeHint {
         self.inner.size_hint()
+    }
+}
+
+/// A request body that tells the watchdog while the handler waits for it.
+struct Receiving {
+    inner: hyper::body::Incoming,
+    activity: Arc<Activity>,
+}
+
+impl http_body::Body for Receiving {
+    type Data = Bytes;
+    type Error = hyper::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+        let poll = Pin::new(&mut self.inner).poll_frame(cx);
+        self.activity.body(poll.is_pending());
+        poll
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+impl Drop for Receiving {
+    fn drop(&mut self) {
+        self.activity.body(false);
     }
 }
 
@@ -340,6 +399,7 @@ mod tests {
             idle_since: t,
             head_since: Some(t),
             blocked_since: None,
+            body_since: None,
         };
         assert_eq!(
             s.deadline(&limits),
@@ -352,6 +412,11 @@ mod tests {
         );
         s.in_flight = 1;
         assert_eq!(s.deadline(&limits), None);
+        s.body_since = Some(t);
+        assert_eq!(
+            s.deadline(&limits),
+            Some((t + limits.header_timeout, "the request body"))
+        );
         s.blocked_since = Some(t);
         assert_eq!(
             s.deadline(&limits),
