@@ -23,8 +23,12 @@ use std::pin::{Pin, pin};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll};
 
+use std::convert::Infallible;
+
 use axum::body::Body;
-use axum::response::Response;
+use axum::extract::Request;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
 use bytes::{Buf, Bytes};
 use http_body::Frame;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -33,6 +37,7 @@ use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
 use tower::ServiceExt;
 
+use super::parse::wire_rules;
 use super::{Held, HttpService, stopping};
 use crate::config::HttpLimits;
 
@@ -58,8 +63,20 @@ pub(super) async fn hand_off<S>(
     });
     let started = Arc::clone(&activity);
     let answered = Arc::clone(&activity);
+    // HTTP/1.1's rules on Host and the target's form, as the own loop
+    // applies them.
+    let checked = tower::service_fn(move |r: Request| {
+        let service = service.clone();
+        async move {
+            let hosts = r.headers().get_all(header::HOST).iter().count();
+            if let Err(e) = wire_rules(r.method(), r.version(), r.uri(), hosts) {
+                return Ok::<_, Infallible>(e.into_response());
+            }
+            service.oneshot(r).await
+        }
+    });
     let service = hyper_util::service::TowerToHyperService::new(
-        service
+        checked
             .map_request(move |r: http::Request<hyper::body::Incoming>| {
                 started.request_started();
                 let activity = Arc::clone(&started);
