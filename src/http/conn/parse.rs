@@ -14,6 +14,7 @@ use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, Uri, Version};
 use bytes::{Buf, Bytes};
 
 use super::super::HttpError;
+use super::super::request_limits::count_fields;
 use super::MAX_HEADERS;
 use super::fast::{Fast, FastMissed, Head, Wire};
 use crate::config::HttpLimits;
@@ -150,7 +151,9 @@ where
     // What the handler refuses (a target or a query past its limit) is
     // left to it, so both paths say the same.
     let refusable = path.len() > limits.max_uri_bytes
-        || path.bytes().filter(|b| matches!(b, b'&' | b';')).count() >= limits.max_query_params;
+        || path
+            .split_once('?')
+            .is_some_and(|(_, query)| count_fields(query) > limits.max_query_params);
     if (method == Method::GET || method == Method::HEAD) && !refusable && plain_target(path) {
         let (path, query) = path.split_once('?').unwrap_or((path, ""));
         let head = Head {
