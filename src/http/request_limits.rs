@@ -1,13 +1,13 @@
-//! The checks every request passes before the handler looks at it, on
+//! The limits every request is held to before the handler looks at it, on
 //! both connection paths (Axle's own loop and hyper), so the same request
-//! gets the same status whichever path it took: a missing or repeated
-//! `Host` and an authority-form target (400, RFC 9112 §3.2 and §3.2.3), a
-//! target or query past its limit (414), more header fields than allowed
-//! (431), a declared body past its limit (413). Pure functions over the
-//! request head; the body's own limits are in `params`.
+//! gets the same status whichever path it took: a target or query past
+//! its limit (414), more header fields than allowed (431), a declared body
+//! past its limit (413). Pure functions over the request head; the body's
+//! own limits are in `params`, HTTP/1.1's rules on `Host` and the target's
+//! form in `conn` (they are rules of the wire).
 
 use axum::extract::Request;
-use axum::http::{Method, Version, header};
+use axum::http::header;
 
 use super::HttpError;
 use crate::config::HttpLimits;
@@ -15,23 +15,6 @@ use crate::config::HttpLimits;
 /// Refuses a request whose head breaks a rule or a limit.
 pub(super) fn check(request: &Request, limits: &HttpLimits) -> Result<(), HttpError> {
     let uri = request.uri();
-    if uri.scheme().is_none() && uri.authority().is_some() && request.method() != Method::CONNECT {
-        return Err(HttpError::BadRequest(format!(
-            "the request target '{}' is in authority form, which only CONNECT uses",
-            uri.authority().map_or("", |a| a.as_str())
-        )));
-    }
-    let hosts = request.headers().get_all(header::HOST).iter().count();
-    if hosts > 1 {
-        return Err(HttpError::BadRequest(
-            "the request has more than one Host header field".into(),
-        ));
-    }
-    if hosts == 0 && request.version() == Version::HTTP_11 {
-        return Err(HttpError::BadRequest(
-            "an HTTP/1.1 request must have a Host header field".into(),
-        ));
-    }
     let target = target_len(uri);
     if target > limits.max_uri_bytes {
         return Err(HttpError::UriTooLong(format!(
@@ -107,7 +90,7 @@ mod tests {
     }
 
     #[test]
-    fn each_rule_gives_its_status() {
+    fn each_limit_gives_its_status() {
         let limits = HttpLimits {
             max_uri_bytes: 20,
             max_query_params: 2,
@@ -115,28 +98,15 @@ mod tests {
             max_body_bytes: 10,
             ..HttpLimits::default()
         };
-        let host = [("host", "h")];
-        assert_eq!(status(&request("/a", &host), &limits), None);
+        // Built in process: no Host needed.
+        assert_eq!(status(&request("/a", &[]), &limits), None);
         assert_eq!(
-            status(&request("/a", &[]), &limits),
-            Some(StatusCode::BAD_REQUEST)
-        );
-        let two = [("host", "h"), ("host", "i")];
-        assert_eq!(
-            status(&request("/a", &two), &limits),
-            Some(StatusCode::BAD_REQUEST)
-        );
-        assert_eq!(
-            status(&request("example.com:80", &host), &limits),
-            Some(StatusCode::BAD_REQUEST)
-        );
-        assert_eq!(
-            status(&request("/0123456789012345678901", &host), &limits),
+            status(&request("/0123456789012345678901", &[]), &limits),
             Some(StatusCode::URI_TOO_LONG)
         );
-        assert_eq!(status(&request("/?a&b;;", &host), &limits), None);
+        assert_eq!(status(&request("/?a&b;;", &[]), &limits), None);
         assert_eq!(
-            status(&request("/?a&b;c", &host), &limits),
+            status(&request("/?a&b;c", &[]), &limits),
             Some(StatusCode::URI_TOO_LONG)
         );
         let many = [("host", "h"), ("a", "1"), ("b", "2"), ("c", "3")];
@@ -144,17 +114,14 @@ mod tests {
             status(&request("/", &many), &limits),
             Some(StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE)
         );
-        let long = [("host", "h"), ("content-length", "11")];
+        let long = [("content-length", "11")];
         assert_eq!(
             status(&request("/", &long), &limits),
             Some(StatusCode::PAYLOAD_TOO_LARGE)
         );
-    }
-
-    #[test]
-    fn http_1_0_needs_no_host() {
-        let mut r = request("/a", &[]);
-        *r.version_mut() = Version::HTTP_10;
-        assert_eq!(status(&r, &HttpLimits::default()), None);
+        assert_eq!(
+            status(&request("/", &[("content-length", "10")]), &limits),
+            None
+        );
     }
 }

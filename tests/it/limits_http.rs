@@ -522,42 +522,46 @@ async fn sigterm_closes_every_listener_at_once_and_exits_0_past_a_running_transf
     let site = TestSite::new();
     // A render that would run for minutes.
     slow_document(&site, 2000);
-    let (mut child, addr, _log) = serve_child(
-        &site,
-        "",
-        &[
-            "--io-threads",
-            "3",
-            "--shutdown-timeout",
-            "1s",
-            "--cache",
-            "off",
-        ],
-    );
-    let mut busy = TcpStream::connect(addr).await.unwrap();
-    busy.write_all(&get("/slow.xml", "")).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    signal(&child, "TERM");
-    let signalled = Instant::now();
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    // No listener on any I/O thread accepts any more (the kernel spreads
-    // connections over the three; each attempt would reach one of them).
-    for _ in 0..20 {
-        assert!(
-            TcpStream::connect(addr).await.is_err(),
-            "a listener still accepts after SIGTERM"
+    for name in ["TERM", "INT"] {
+        let (mut child, addr, _log) = serve_child(
+            &site,
+            "",
+            &[
+                "--io-threads",
+                "3",
+                "--shutdown-timeout",
+                "1s",
+                "--cache",
+                "off",
+            ],
         );
+        let mut busy = TcpStream::connect(addr).await.unwrap();
+        busy.write_all(&get("/slow.xml", "")).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        signal(&child, name);
+        let signalled = Instant::now();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        // No listener on any I/O thread accepts any more (the kernel
+        // spreads connections over the three; each attempt would reach one
+        // of them).
+        for _ in 0..20 {
+            assert!(
+                TcpStream::connect(addr).await.is_err(),
+                "SIG{name}: a listener still accepts"
+            );
+        }
+        let (status, _) =
+            exited(&mut child, Duration::from_secs(5)).expect("exits after the signal");
+        let took = signalled.elapsed();
+        assert!(status.success(), "SIG{name}: {status}");
+        assert!(
+            took >= Duration::from_millis(900) && took < Duration::from_secs(4),
+            "SIG{name}: exited {took:?} after it with a 1 s shutdown timeout"
+        );
+        // The request in flight was cut, not answered.
+        let (out, closed) = until_closed(&mut busy, Duration::from_secs(2)).await;
+        assert!(closed && out.is_empty());
     }
-    let (status, _) = exited(&mut child, Duration::from_secs(5)).expect("exits after SIGTERM");
-    let took = signalled.elapsed();
-    assert!(status.success(), "{status}");
-    assert!(
-        took >= Duration::from_millis(900) && took < Duration::from_secs(4),
-        "exited {took:?} after SIGTERM with a 1 s shutdown timeout"
-    );
-    // The request in flight was cut, not answered.
-    let (out, closed) = until_closed(&mut busy, Duration::from_secs(2)).await;
-    assert!(closed && out.is_empty());
 }
 
 #[test]
@@ -720,4 +724,34 @@ async fn serve_on_cuts_what_is_still_open_after_the_shutdown_timeout() {
     );
     let (out, closed) = until_closed(&mut busy, Duration::from_secs(2)).await;
     assert!(closed && out.is_empty(), "the request in flight is cut");
+}
+
+#[tokio::test]
+async fn a_request_body_that_stops_coming_is_cut_at_the_header_timeout() {
+    let (_site, server) = server(HttpLimits {
+        header_timeout: Duration::from_secs(1),
+        keepalive_timeout: Duration::from_secs(30),
+        ..HttpLimits::default()
+    })
+    .await;
+    let mut stream = TcpStream::connect(server.addr).await.unwrap();
+    stream
+        .write_all(
+            b"POST /one.xml HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\n\
+              Content-Length: 10\r\n\r\na=",
+        )
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let (out, closed) = until_closed(&mut stream, Duration::from_secs(5)).await;
+    let took = started.elapsed();
+    assert!(
+        closed && out.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out)
+    );
+    assert!(
+        took >= Duration::from_millis(900) && took < Duration::from_secs(3),
+        "cut after {took:?}"
+    );
 }

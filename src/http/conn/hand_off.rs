@@ -13,16 +13,23 @@
 //! read, writes that cannot progress, requests taken and answered) and
 //! cuts the connection by the rules of the own loop: a head must be whole
 //! `header_timeout` after its first byte, an idle connection gets
-//! `keepalive_timeout`, a blocked write `write_timeout`. hyper's own
-//! header timeout stays on (their sum) as a backstop.
+//! `keepalive_timeout`, a blocked write `write_timeout`. A request body
+//! the handler waits for must also make progress within `header_timeout`
+//! (nginx's `client_body_timeout` rule), so a client trickling a body
+//! cannot hold the connection. hyper's own header timeout stays on (the
+//! sum of the header and keep-alive timeouts) as a backstop.
 
 use std::io::{self, IoSlice};
 use std::pin::{Pin, pin};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll};
 
+use std::convert::Infallible;
+
 use axum::body::Body;
-use axum::response::Response;
+use axum::extract::Request;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
 use bytes::{Buf, Bytes};
 use http_body::Frame;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -31,6 +38,7 @@ use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
 use tower::ServiceExt;
 
+use super::parse::wire_rules;
 use super::{Held, HttpService, stopping};
 use crate::config::HttpLimits;
 
@@ -56,11 +64,24 @@ pub(super) async fn hand_off<S>(
     });
     let started = Arc::clone(&activity);
     let answered = Arc::clone(&activity);
+    // HTTP/1.1's rules on Host and the target's form, as the own loop
+    // applies them.
+    let checked = tower::service_fn(move |r: Request| {
+        let service = service.clone();
+        async move {
+            let hosts = r.headers().get_all(header::HOST).iter().count();
+            if let Err(e) = wire_rules(r.method(), r.version(), r.uri(), hosts) {
+                return Ok::<_, Infallible>(e.into_response());
+            }
+            service.oneshot(r).await
+        }
+    });
     let service = hyper_util::service::TowerToHyperService::new(
-        service
+        checked
             .map_request(move |r: http::Request<hyper::body::Incoming>| {
                 started.request_started();
-                r.map(Body::new)
+                let activity = Arc::clone(&started);
+                r.map(|inner| Body::new(Receiving { inner, activity }))
             })
             .map_response(move |r: Response| {
                 let done = Done(Arc::clone(&answered));
@@ -128,6 +149,8 @@ struct State {
     head_since: Option<Instant>,
     /// Since when a write has been waiting for the client to take bytes.
     blocked_since: Option<Instant>,
+    /// Since when the handler has been waiting for request body bytes.
+    body_since: Option<Instant>,
 }
 
 impl State {
@@ -138,6 +161,9 @@ impl State {
                 since + limits.write_timeout,
                 "the client to take a response",
             ));
+        }
+        if let Some(since) = self.body_since {
+            return Some((since + limits.header_timeout, "the request body"));
         }
         if self.in_flight > 0 {
             return None;
@@ -165,6 +191,7 @@ impl Activity {
                 idle_since: head_since,
                 head_since: Some(head_since),
                 blocked_since: None,
+                body_since: None,
             }),
             changed: Notify::new(),
         }
@@ -198,6 +225,20 @@ impl Activity {
         }
     }
 
+    /// The handler waits for body bytes (`waiting`), or got some.
+    fn body(&self, waiting: bool) {
+        let mut s = self.state();
+        match (waiting, s.body_since) {
+            (true, None) => {
+                s.body_since = Some(Instant::now());
+                drop(s);
+                self.changed.notify_one();
+            }
+            (false, Some(_)) => s.body_since = None,
+            _ => {}
+        }
+    }
+
     /// hyper has a whole head and calls the service.
     fn request_started(&self) {
         let mut s = self.state();
@@ -212,6 +253,7 @@ impl Activity {
         let mut s = self.state();
         s.in_flight = s.in_flight.saturating_sub(1);
         s.idle_since = Instant::now();
+        s.body_since = None;
         drop(s);
         self.changed.notify_one();
     }
@@ -249,6 +291,40 @@ impl http_body::Body for Answering {
 
     fn size_hint(&self) -> http_body::SizeHint {
         self.inner.size_hint()
+    }
+}
+
+/// A request body that tells the watchdog while the handler waits for it.
+struct Receiving {
+    inner: hyper::body::Incoming,
+    activity: Arc<Activity>,
+}
+
+impl http_body::Body for Receiving {
+    type Data = Bytes;
+    type Error = hyper::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+        let poll = Pin::new(&mut self.inner).poll_frame(cx);
+        self.activity.body(poll.is_pending());
+        poll
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+impl Drop for Receiving {
+    fn drop(&mut self) {
+        self.activity.body(false);
     }
 }
 
@@ -341,6 +417,7 @@ mod tests {
             idle_since: t,
             head_since: Some(t),
             blocked_since: None,
+            body_since: None,
         };
         assert_eq!(
             s.deadline(&limits),
@@ -353,6 +430,11 @@ mod tests {
         );
         s.in_flight = 1;
         assert_eq!(s.deadline(&limits), None);
+        s.body_since = Some(t);
+        assert_eq!(
+            s.deadline(&limits),
+            Some((t + limits.header_timeout, "the request body"))
+        );
         s.blocked_since = Some(t);
         assert_eq!(
             s.deadline(&limits),

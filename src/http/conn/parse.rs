@@ -3,15 +3,18 @@
 //! `http::Request` that shares the read bytes; anything this loop does not
 //! serve (a body, HTTP/1.0, an upgrade, an unparsable head) is marked for
 //! hyper. A head that breaks a limit of [`HttpLimits`] on its size or its
-//! field count is refused here (431); one whose target, query or `Host`
-//! the handler refuses never reaches the fast path.
+//! field count is refused here (431), and so is one that breaks HTTP/1.1's
+//! rules on `Host` and the target's form (400, [`wire_rules`], which the
+//! hand-off applies too); one whose target or query the handler refuses
+//! (414) never reaches the fast path.
 
 use axum::body::Body;
 use axum::extract::Request;
-use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, Uri};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, Uri, Version};
 use bytes::{Buf, Bytes};
 
 use super::super::HttpError;
+use super::super::request_limits::count_fields;
 use super::MAX_HEADERS;
 use super::fast::{Fast, FastMissed, Head, Wire};
 use crate::config::HttpLimits;
@@ -141,12 +144,16 @@ where
                 .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"close"));
         }
     }
+    if hosts != 1 {
+        return Parsed::Refused(host_error(hosts));
+    }
     let mut missed = false;
-    // What the handler refuses (a missing or repeated Host, a target or a
-    // query past its limit) is left to it, so both paths say the same.
-    let refusable = hosts != 1
-        || path.len() > limits.max_uri_bytes
-        || path.bytes().filter(|b| matches!(b, b'&' | b';')).count() >= limits.max_query_params;
+    // What the handler refuses (a target or a query past its limit) is
+    // left to it, so both paths say the same.
+    let refusable = path.len() > limits.max_uri_bytes
+        || path
+            .split_once('?')
+            .is_some_and(|(_, query)| count_fields(query) > limits.max_query_params);
     if (method == Method::GET || method == Method::HEAD) && !refusable && plain_target(path) {
         let (path, query) = path.split_once('?').unwrap_or((path, ""));
         let head = Head {
@@ -168,6 +175,9 @@ where
     let Ok(uri) = Uri::from_maybe_shared(data.slice_ref(path.as_bytes())) else {
         return Parsed::HandOff;
     };
+    if let Err(e) = wire_rules(&method, Version::HTTP_11, &uri, hosts) {
+        return Parsed::Refused(e);
+    }
     let mut headers = HeaderMap::with_capacity(req.headers.len());
     for h in req.headers.iter() {
         let (Ok(name), Ok(value)) = (
@@ -195,4 +205,38 @@ fn too_many_fields(limits: &HttpLimits) -> HttpError {
         "the request has more than {} header fields",
         limits.max_header_count
     ))
+}
+
+/// HTTP/1.1's rules on a request's `Host` fields (`hosts` of them) and its
+/// target's form, for both connection paths (RFC 9112 §3.2, §3.2.3): an
+/// HTTP/1.1 request needs exactly one `Host`, any request at most one,
+/// and only CONNECT may use the authority form (`example.com:80`). Here,
+/// not in the handler, because they are rules of the wire: a request
+/// built in process (an embedding application's, a test's) needs no
+/// `Host`.
+pub(super) fn wire_rules(
+    method: &Method,
+    version: Version,
+    uri: &Uri,
+    hosts: usize,
+) -> Result<(), HttpError> {
+    if uri.scheme().is_none() && uri.authority().is_some() && method != Method::CONNECT {
+        return Err(HttpError::BadRequest(format!(
+            "the request target '{}' is in authority form, which only CONNECT uses",
+            uri.authority().map_or("", |a| a.as_str())
+        )));
+    }
+    if hosts > 1 || (hosts == 0 && version == Version::HTTP_11) {
+        return Err(host_error(hosts));
+    }
+    Ok(())
+}
+
+/// The answer to a request with `hosts` Host fields where one is needed.
+fn host_error(hosts: usize) -> HttpError {
+    HttpError::BadRequest(if hosts == 0 {
+        "an HTTP/1.1 request must have a Host header field".into()
+    } else {
+        "the request has more than one Host header field".into()
+    })
 }

@@ -97,7 +97,7 @@ async fn unknown_lengths_are_chunked_and_head_gets_no_body() {
     let addr = served(pieces).await;
     let wire = exchange(
         addr,
-        "GET / HTTP/1.1\r\nHost: x\r\n\r\nHEAD / HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nConnection: close\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: x\r\n\r\nHEAD / HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n",
     )
     .await;
     let chunked = "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ntransfer-encoding: chunked\r\n\r\n\
@@ -123,8 +123,8 @@ async fn known_lengths_are_declared_and_bodyless_statuses_send_none() {
     let addr = served(by_path).await;
     let wire = exchange(
         addr,
-        "GET /204 HTTP/1.1\r\n\r\nGET /304 HTTP/1.1\r\n\r\nGET /teapot HTTP/1.1\r\n\r\n\
-         HEAD / HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\nconnection: close\r\n\r\n",
+        "GET /204 HTTP/1.1\r\nHost: h\r\n\r\nGET /304 HTTP/1.1\r\nHost: h\r\n\r\nGET /teapot HTTP/1.1\r\nHost: h\r\n\r\n\
+         HEAD / HTTP/1.1\r\nHost: h\r\n\r\nGET / HTTP/1.1\r\nHost: h\r\nconnection: close\r\n\r\n",
     )
     .await;
     assert_eq!(
@@ -148,7 +148,11 @@ async fn a_body_shorter_than_its_declared_length_ends_the_connection() {
     let addr = served(short).await;
     // The second request is never answered: the client sees the
     // connection end instead of a response it would misread.
-    let wire = exchange(addr, "GET / HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\n\r\n").await;
+    let wire = exchange(
+        addr,
+        "GET / HTTP/1.1\r\nHost: h\r\n\r\nGET / HTTP/1.1\r\nHost: h\r\n\r\n",
+    )
+    .await;
     assert_eq!(wire, "HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nabc");
 }
 
@@ -319,4 +323,32 @@ fn decimals() {
         decimal(&mut out, n);
         assert_eq!(out, n.to_string().as_bytes());
     }
+}
+
+#[test]
+fn wire_rules_want_one_host_in_http_1_1_and_no_authority_form() {
+    use super::parse::wire_rules;
+    let path: Uri = "/a".parse().unwrap();
+    let authority: Uri = "example.com:80".parse().unwrap();
+    let absolute: Uri = "http://example.com/a".parse().unwrap();
+    let v11 = axum::http::Version::HTTP_11;
+    let v10 = axum::http::Version::HTTP_10;
+    assert!(wire_rules(&Method::GET, v11, &path, 1).is_ok());
+    assert!(wire_rules(&Method::GET, v11, &absolute, 1).is_ok());
+    assert!(wire_rules(&Method::GET, v10, &path, 0).is_ok());
+    for (method, version, uri, hosts) in [
+        (Method::GET, v11, &path, 0),
+        (Method::GET, v11, &path, 2),
+        (Method::GET, v10, &path, 2),
+        (Method::GET, v11, &authority, 1),
+        (Method::POST, v10, &authority, 0),
+    ] {
+        let e = wire_rules(&method, version, uri, hosts).unwrap_err();
+        assert_eq!(
+            e.status(),
+            StatusCode::BAD_REQUEST,
+            "{method} {uri} {hosts}"
+        );
+    }
+    assert!(wire_rules(&Method::CONNECT, v11, &authority, 1).is_ok());
 }
