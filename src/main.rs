@@ -54,7 +54,8 @@ struct DtdArgs {
 /// each default). Durations: `10s`, `500ms`, `2m`; sizes: `128MiB`.
 #[derive(clap::Args, Debug)]
 struct LimitArgs {
-    /// Time a client has to send a whole request head. [default: 10s]
+    /// Time a client has to send a request head: from the accept (first
+    /// request) or its first byte (later ones) to its end. [default: 10s]
     #[arg(long, value_parser = parse_duration)]
     header_timeout: Option<Duration>,
     /// Time an idle keep-alive connection is kept open. [default: 60s]
