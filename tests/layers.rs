@@ -47,10 +47,11 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "site",
         &[
-            "chain", "language", "href", "provider", "cache", "ffi", "prolog",
+            "config", "chain", "language", "href", "provider", "cache", "ffi", "prolog",
         ],
     ),
-    // Leaves used only by the pipeline and the server: what they use today.
+    // Leaves: the start-up settings (also what `axle.toml`'s `[limits]`
+    // fills in, so `site` uses them) and the pool.
     ("config", &["ffi"]),
     ("pool", &[]),
     (
