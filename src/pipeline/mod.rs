@@ -335,7 +335,7 @@ impl Pipeline {
         if let Some(p) = located.hash.and_then(|h| self.prologs.get(&h)) {
             return Ok((p, None));
         }
-        let source = self.within_size(self.sources.read(located)?)?;
+        let source = self.read_within_size(located)?;
         let prolog = Arc::new(scan_prolog(&source)?);
         self.prologs.insert(source.hash, Arc::clone(&prolog));
         Ok((prolog, Some(source)))
@@ -343,11 +343,28 @@ impl Pipeline {
 
     /// The source's bytes, checked against the hash the keys were built from.
     fn source_for(&self, located: &Located, hash: ContentHash) -> Result<Source, PipelineError> {
-        let source = self.within_size(self.sources.read(located)?)?;
+        let source = self.read_within_size(located)?;
         if source.hash != hash {
             return Err(PipelineError::SourceChanged(located.path.rel().to_string()));
         }
         Ok(source)
+    }
+
+    /// The source at `located`, unless its file is larger than
+    /// `max-source-size` (checked before it is read: a file too large to
+    /// render is not read into memory either).
+    fn read_within_size(&self, located: &Located) -> Result<Source, PipelineError> {
+        let max = self.render_limits.max_source_bytes;
+        if let Ok(meta) = std::fs::metadata(located.path.as_path())
+            && meta.len() > max
+        {
+            return Err(PipelineError::Limit(format!(
+                "{} is {} bytes, more than max-source-size ({max} bytes)",
+                located.path.rel(),
+                meta.len()
+            )));
+        }
+        self.within_size(self.sources.read(located)?)
     }
 
     /// `source`, unless it is larger than `max-source-size`.
