@@ -152,6 +152,17 @@ impl HttpError {
         }
     }
 
+    /// Whether this error was logged where it arose: every `Render`,
+    /// `Limited` and `Styled` error is (a render's failure with the whole
+    /// report, before the page was made from it; an unreadable file where
+    /// it was found), so the handler does not log it twice.
+    pub fn logged(&self) -> bool {
+        matches!(
+            self,
+            HttpError::Render { .. } | HttpError::Limited { .. } | HttpError::Styled { .. }
+        )
+    }
+
     /// The status code.
     pub fn status(&self) -> StatusCode {
         match self {

@@ -217,7 +217,9 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
         None => match Box::pin(respond(&app, request)).await {
             Ok(r) => r,
             Err(e) => {
-                if e.status().is_server_error() {
+                // A failed render was logged where it failed, with the
+                // whole report (the page may show one line of it).
+                if e.status().is_server_error() && !e.logged() {
                     tracing::warn!(error = %e, "request failed");
                 }
                 e.into_response()
@@ -282,6 +284,9 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
                 .await
                 .map_err(|e| {
                     let e = HttpError::from_pipeline(e, provider.root());
+                    if e.status().is_server_error() {
+                        tracing::warn!(error = %e, "render failed");
+                    }
                     if location.debug_errors {
                         e
                     } else {
@@ -502,10 +507,14 @@ pub(crate) fn escape_markup(text: &str) -> String {
 
 fn not_found(e: ProviderError) -> HttpError {
     match e {
-        ProviderError::Unreadable { path, reason } => HttpError::Render {
-            title: "Unreadable document",
-            detail: format!("{path}: {reason}"),
-        },
+        ProviderError::Unreadable { path, reason } => {
+            let e = HttpError::Render {
+                title: "Unreadable document",
+                detail: format!("{path}: {reason}"),
+            };
+            tracing::warn!(error = %e, "request failed");
+            e
+        }
         other => HttpError::NotFound(other.to_string()),
     }
 }

@@ -115,3 +115,46 @@ fn a_configuration_inside_the_root_under_another_name_is_refused_at_start() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("inside the document root"), "{err}");
 }
+
+/// What the page leaves out is in the log, once per failed request.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_whole_report_goes_to_the_log_once() {
+    use std::io::{BufRead, BufReader, Read};
+    let site = TestSite::new();
+    let mut child = crate::support::axle()
+        .args(["serve", "--listen", "127.0.0.1:0", "--root"])
+        .arg(&site.root)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap()
+        .trim_end_matches('/')
+        .to_string();
+    let page = reqwest::get(format!("{url}/recursion.xml"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(!page.contains("Templates:"), "{page}");
+    child.kill().unwrap();
+    let mut log = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut log)
+        .unwrap();
+    child.wait().unwrap();
+    assert!(log.contains("Templates:"), "{log}");
+    assert!(log.contains("#0 name down"), "{log}");
+    assert_eq!(log.matches("recursion.xsl line 3").count(), 1, "{log}");
+}
