@@ -53,3 +53,5 @@ callgrind_control -d "$VG" >/dev/null 2>&1
 sleep 1
 IR=$(cat "$WORK"/out* | awk '/^totals:/ {s += $2} END {print s}')
 echo "GET $URL (${ARGS[*]}; X-Axle-Cache: $CACHE): $N requests, $IR instructions, $((IR / N)) per request"
+# KEEP=DIR keeps the callgrind output there, for callgrind_annotate.
+[[ -z ${KEEP:-} ]] || { mkdir -p "$KEEP"; cp "$WORK"/out* "$KEEP"/; }

@@ -283,6 +283,9 @@ async fn connection<S, F>(
     // `idle_since`).
     let mut head_since = Some(Instant::now());
     let mut idle_since = Instant::now();
+    let mut timer = pin!(tokio::time::sleep_until(
+        idle_since + limits.header_timeout
+    ));
     let write_timeout = limits.write_timeout;
     loop {
         // Answer every complete request already read (pipelining).
@@ -385,6 +388,13 @@ async fn connection<S, F>(
             Some(since) => since + limits.header_timeout,
             None => idle_since + limits.keepalive_timeout,
         };
+        // One timer per connection, moved only when it fires before the
+        // deadline (which moves on with every request) or when the deadline
+        // comes earlier than it is set for: a wheel operation per timeout
+        // period, not per read.
+        if deadline < timer.deadline() {
+            timer.as_mut().reset(deadline);
+        }
         tokio::select! {
             biased;
             read = stream.read_buf(&mut buf) => match read {
@@ -395,7 +405,12 @@ async fn connection<S, F>(
                     }
                 }
             },
-            () = tokio::time::sleep_until(deadline) => {
+            () = timer.as_mut() => {
+                if Instant::now() < deadline {
+                    timer.as_mut().reset(deadline);
+                    unread = buf.split().freeze();
+                    continue;
+                }
                 tracing::debug!(
                     waiting_for = if head_since.is_some() { "a request head" } else { "a request" },
                     "connection timed out"

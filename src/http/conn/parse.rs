@@ -150,15 +150,13 @@ where
     let mut missed = false;
     // What the handler refuses (a target or a query past its limit) is
     // left to it, so both paths say the same.
+    let (plain_path, query) = path.split_once('?').unwrap_or((path, ""));
     let refusable = path.len() > limits.max_uri_bytes
-        || path
-            .split_once('?')
-            .is_some_and(|(_, query)| count_fields(query) > limits.max_query_params);
+        || (!query.is_empty() && count_fields(query) > limits.max_query_params);
     if (method == Method::GET || method == Method::HEAD) && !refusable && plain_target(path) {
-        let (path, query) = path.split_once('?').unwrap_or((path, ""));
         let head = Head {
             method: &method,
-            path,
+            path: plain_path,
             query,
             fields: req.headers,
         };
