@@ -112,8 +112,8 @@ struct LimitArgs {
     /// Renders waiting for a transform thread (503 past it). [default: 256]
     #[arg(long)]
     max_queue: Option<usize>,
-    /// Renders of one URL path at once (0: one fewer than the transform
-    /// threads, at least 1). [default: 0]
+    /// Variants (parameters, style, media) of one URL path rendered at once
+    /// (0: one fewer than the transform threads, at least 1). [default: 0]
     #[arg(long)]
     max_per_url: Option<usize>,
 }

@@ -81,8 +81,9 @@ pub struct RenderLimits {
     /// Renders waiting for a transform thread; past it, 503 with
     /// `Retry-After`.
     pub max_queue: usize,
-    /// Renders of one URL path at once, whatever their parameters (0: one
-    /// fewer than the transform threads, at least 1).
+    /// Variants (parameters, style, media) of one URL path rendered at
+    /// once; renders of one variant share a turn (0: one fewer than the
+    /// transform threads, at least 1).
     pub max_per_url: usize,
 }
 

@@ -20,18 +20,28 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError};
 use crate::config::RenderLimits;
 use crate::ffi::{BudgetScope, Exceeded, RenderBudget};
 
-use super::PipelineError;
+use super::{PipelineError, RenderRequest};
 
 /// Admission to the transform threads.
 #[derive(Debug)]
 pub(super) struct Admission {
     /// Renders running or waiting: the threads plus the queue.
     slots: Arc<Semaphore>,
-    /// Renders of one URL path at once.
+    /// Renders of one URL path at once, counted by variant.
     per_url: usize,
-    urls: Mutex<HashMap<Arc<str>, Arc<Semaphore>>>,
+    urls: Mutex<HashMap<Arc<str>, UrlRenders>>,
     /// How long a render may wait for its URL's turn.
     wait: Duration,
+}
+
+/// The renders of one URL path under way: one permit per variant (a set of
+/// parameters, style and media), shared by every request for it, so the
+/// same page asked for by many clients at once renders on every thread,
+/// while a new `?x=N` per request takes a permit of its own.
+#[derive(Debug)]
+struct UrlRenders {
+    permits: Arc<Semaphore>,
+    variants: HashMap<u64, (Arc<OwnedSemaphorePermit>, usize)>,
 }
 
 /// A render's admission: held until the render ends.
@@ -39,8 +49,9 @@ pub(super) struct Admission {
 pub(super) struct Admitted<'a> {
     admission: &'a Admission,
     url: Arc<str>,
+    variant: u64,
     _slot: OwnedSemaphorePermit,
-    url_permit: Option<OwnedSemaphorePermit>,
+    url_permit: Option<Arc<OwnedSemaphorePermit>>,
 }
 
 impl Admission {
@@ -57,10 +68,15 @@ impl Admission {
         }
     }
 
-    /// Admits a render of `url`, or says why not: the queue is full (at
-    /// once), or renders of this URL held its turn for longer than a
-    /// render may take.
-    pub(super) async fn admit(&self, url: &str) -> Result<Admitted<'_>, PipelineError> {
+    /// Admits a render of `variant` (a hash of what besides the path makes
+    /// it differ) of `url`, or says why not: the queue is full (at once), or
+    /// renders of other variants of this URL held its turn for longer than
+    /// a render may take.
+    pub(super) async fn admit(
+        &self,
+        url: &str,
+        variant: u64,
+    ) -> Result<Admitted<'_>, PipelineError> {
         let slot = match Arc::clone(&self.slots).try_acquire_owned() {
             Ok(permit) => permit,
             Err(TryAcquireError::NoPermits | TryAcquireError::Closed) => {
@@ -70,48 +86,85 @@ impl Admission {
             }
         };
         let url: Arc<str> = Arc::from(url);
-        let semaphore = {
-            let mut urls = self.urls.lock().unwrap_or_else(|e| e.into_inner());
-            Arc::clone(
-                urls.entry(Arc::clone(&url))
-                    .or_insert_with(|| Arc::new(Semaphore::new(self.per_url))),
-            )
-        };
         let mut admitted = Admitted {
             admission: self,
-            url,
+            url: Arc::clone(&url),
+            variant,
             _slot: slot,
             url_permit: None,
         };
-        match tokio::time::timeout(self.wait, semaphore.acquire_owned()).await {
-            Ok(Ok(permit)) => {
-                admitted.url_permit = Some(permit);
-                Ok(admitted)
+        let permits = {
+            let mut urls = self.urls.lock().unwrap_or_else(|e| e.into_inner());
+            let renders = urls.entry(Arc::clone(&url)).or_insert_with(|| UrlRenders {
+                permits: Arc::new(Semaphore::new(self.per_url)),
+                variants: HashMap::new(),
+            });
+            if let Some((permit, count)) = renders.variants.get_mut(&variant) {
+                *count += 1;
+                admitted.url_permit = Some(Arc::clone(permit));
+                return Ok(admitted);
             }
-            _ => Err(PipelineError::Busy(format!(
-                "{} renders of this address are already running",
+            Arc::clone(&renders.permits)
+        };
+        let Ok(Ok(permit)) = tokio::time::timeout(self.wait, permits.acquire_owned()).await else {
+            return Err(PipelineError::Busy(format!(
+                "{} renders of this address with other parameters are already running",
                 self.per_url
-            ))),
+            )));
+        };
+        let mut urls = self.urls.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(renders) = urls.get_mut(&url) {
+            // The same variant may have been admitted while this waited:
+            // then this shares its permit and gives its own back.
+            let (shared, count) = renders
+                .variants
+                .entry(variant)
+                .or_insert_with(|| (Arc::new(permit), 0));
+            *count += 1;
+            admitted.url_permit = Some(Arc::clone(shared));
         }
+        Ok(admitted)
     }
 }
 
 impl Drop for Admitted<'_> {
     fn drop(&mut self) {
-        drop(self.url_permit.take());
+        let Some(permit) = self.url_permit.take() else {
+            return;
+        };
         let mut urls = self
             .admission
             .urls
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        // Forget a URL nobody renders or waits for (the map holds the only
-        // other reference).
-        if let Some(semaphore) = urls.get(&self.url)
-            && Arc::strong_count(semaphore) == 1
-        {
+        let Some(renders) = urls.get_mut(&self.url) else {
+            return;
+        };
+        if let Some((_, count)) = renders.variants.get_mut(&self.variant) {
+            *count -= 1;
+            if *count == 0 {
+                renders.variants.remove(&self.variant);
+            }
+        }
+        drop(permit);
+        // Forget a URL nobody renders or waits for (a waiter holds a
+        // reference to its semaphore).
+        if renders.variants.is_empty() && Arc::strong_count(&renders.permits) == 1 {
             urls.remove(&self.url);
         }
     }
+}
+
+/// What makes renders of one URL path differ (parameters, style, media,
+/// the location's configuration), as a hash for [`Admission::admit`].
+pub(super) fn variant(req: &RenderRequest) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    req.params.hash(&mut h);
+    req.selection.style.hash(&mut h);
+    req.selection.media.hash(&mut h);
+    req.location.map(|l| *l.as_bytes()).hash(&mut h);
+    h.finish()
 }
 
 /// One request's budget, shared by every job of its render.
@@ -270,4 +323,62 @@ pub(super) fn count_nested() -> Result<(), String> {
         }
         None => Ok(()),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn admission(per_url: usize, queue: usize) -> Admission {
+        let limits = RenderLimits {
+            max_per_url: per_url,
+            max_queue: queue,
+            timeout: Duration::from_millis(200),
+            ..RenderLimits::default()
+        };
+        Admission::new(&limits, 2)
+    }
+
+    #[tokio::test]
+    async fn one_variant_shares_its_permit_and_others_wait_their_turn() {
+        let a = admission(1, 16);
+        let first = a.admit("/a.xml", 1).await.unwrap();
+        // The same variant, many times: admitted at once.
+        let same: Vec<_> = admit_n(&a, "/a.xml", 1, 5).await;
+        assert!(same.iter().all(Result::is_ok));
+        // Another variant of the same URL: refused after the wait.
+        let other = a.admit("/a.xml", 2).await;
+        assert!(matches!(other, Err(PipelineError::Busy(_))), "{other:?}");
+        // Another URL is not held up.
+        assert!(a.admit("/b.xml", 2).await.is_ok());
+        drop(same);
+        drop(first);
+        // Every render of variant 1 ended: variant 2 gets its turn, and the
+        // map forgets what nobody renders.
+        let second = a.admit("/a.xml", 2).await.unwrap();
+        drop(second);
+        assert!(a.urls.lock().unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_full_queue_refuses_at_once() {
+        let a = admission(8, 1);
+        let held: Vec<_> = admit_n(&a, "/x.xml", 7, 3).await;
+        assert!(held.iter().all(Result::is_ok), "two threads + one queued");
+        let refused = a.admit("/y.xml", 1).await;
+        assert!(matches!(refused, Err(PipelineError::Busy(ref why)) if why.contains("queue")));
+    }
+
+    async fn admit_n<'a>(
+        a: &'a Admission,
+        url: &str,
+        variant: u64,
+        n: usize,
+    ) -> Vec<Result<Admitted<'a>, PipelineError>> {
+        let mut out = Vec::new();
+        for _ in 0..n {
+            out.push(a.admit(url, variant).await);
+        }
+        out
+    }
 }

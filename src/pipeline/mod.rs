@@ -263,7 +263,8 @@ impl Pipeline {
     ) -> Result<Rendered, PipelineError> {
         self.stats.renders.fetch_add(1, Ordering::Relaxed);
         let budget = RequestBudget::new(&self.render_limits);
-        let _admitted = self.admission.admit(located.path.url()).await?;
+        let variant = admission::variant(req);
+        let _admitted = self.admission.admit(located.path.url(), variant).await?;
         let cancel = budget.cancel_on_drop();
         let rendered = self.render_retried(located, req, &budget).await;
         cancel.finished();
@@ -323,7 +324,10 @@ impl Pipeline {
             hash: Some(hash),
         };
         let budget = RequestBudget::new(&self.render_limits);
-        let _admitted = self.admission.admit(located.path.url()).await?;
+        let mut first = [0u8; 8];
+        first.copy_from_slice(&hash.as_bytes()[..8]);
+        let variant = admission::variant(req) ^ u64::from_le_bytes(first);
+        let _admitted = self.admission.admit(located.path.url(), variant).await?;
         let cancel = budget.cancel_on_drop();
         let rendered = self.render_once(&located, req, Some(source), &budget).await;
         cancel.finished();

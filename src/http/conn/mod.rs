@@ -283,9 +283,7 @@ async fn connection<S, F>(
     // `idle_since`).
     let mut head_since = Some(Instant::now());
     let mut idle_since = Instant::now();
-    let mut timer = pin!(tokio::time::sleep_until(
-        idle_since + limits.header_timeout
-    ));
+    let mut timer = pin!(tokio::time::sleep_until(idle_since + limits.header_timeout));
     let write_timeout = limits.write_timeout;
     loop {
         // Answer every complete request already read (pipelining).
