@@ -73,26 +73,7 @@ fn render_reports_errors_on_stderr_with_a_failing_status() {
 /// Starts `axle serve ARGS --root SITE` and returns it with the base URL
 /// from its first line.
 fn serve(args: &[&str], site: &TestSite) -> (std::process::Child, String) {
-    let mut child = axle()
-        .arg("serve")
-        .args(args)
-        .arg("--root")
-        .arg(&site.root)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap()
-        .trim_end_matches('/')
-        .to_string();
-    (child, url)
+    crate::support::serve_child(args, &site.root, Stdio::null())
 }
 
 #[tokio::test(flavor = "multi_thread")]

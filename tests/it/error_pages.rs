@@ -119,25 +119,13 @@ fn a_configuration_inside_the_root_under_another_name_is_refused_at_start() {
 /// What the page leaves out is in the log, once per failed request.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_whole_report_goes_to_the_log_once() {
-    use std::io::{BufRead, BufReader, Read};
+    use std::io::Read;
     let site = TestSite::new();
-    let mut child = crate::support::axle()
-        .args(["serve", "--listen", "127.0.0.1:0", "--root"])
-        .arg(&site.root)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap()
-        .trim_end_matches('/')
-        .to_string();
+    let (mut child, url) = crate::support::serve_child(
+        &["--listen", "127.0.0.1:0"],
+        &site.root,
+        std::process::Stdio::piped(),
+    );
     let page = reqwest::get(format!("{url}/recursion.xml"))
         .await
         .unwrap()

@@ -31,6 +31,36 @@ where
     out.stdout
 }
 
+/// `axle serve ARGS --root ROOT` as a child process, its stderr to
+/// `stderr`; returns it and the base URL it printed (no trailing `/`).
+pub fn serve_child(
+    args: &[&str],
+    root: &Path,
+    stderr: std::process::Stdio,
+) -> (std::process::Child, String) {
+    use std::io::{BufRead, BufReader};
+    let mut child = axle()
+        .arg("serve")
+        .args(args)
+        .arg("--root")
+        .arg(root)
+        .stdout(std::process::Stdio::piped())
+        .stderr(stderr)
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap()
+        .trim_end_matches('/')
+        .to_string();
+    (child, url)
+}
+
 /// A temporary copy of `tests/fixtures/site` at `<tmp>/root`, with
 /// `<tmp>/secret.txt` outside the root.
 pub struct TestSite {
