@@ -268,3 +268,38 @@ async fn a_render_whose_client_went_away_is_cancelled() {
         );
     }
 }
+
+#[tokio::test]
+async fn sources_and_outputs_are_bounded_at_their_sizes() {
+    let site = TestSite::new();
+    site.write(
+        "text.xsl",
+        &format!(
+            r#"{XSL_HEAD}<xsl:output method="text"/><xsl:template match="/"><xsl:value-of select="/a"/></xsl:template></xsl:stylesheet>"#
+        ),
+    );
+    let body = "x".repeat(1000);
+    let doc = format!("<?xml-stylesheet href=\"text.xsl\" type=\"text/xsl\"?>\n<a>{body}</a>");
+    site.write("sized.xml", &doc);
+    let len = doc.len() as u64;
+    for mode in MODES {
+        for (source, output, status) in [(len, 1000, 200), (len - 1, 1000, 500), (len, 999, 500)] {
+            let mut config = config(&site, mode);
+            config.render.max_source_bytes = source;
+            config.render.max_output_bytes = output;
+            let server = TestServer::start_config(config, axle::Registry::default()).await;
+            let r = server.get("/sized.xml").await;
+            assert_eq!(r.status, status, "{mode} {source} {output}: {}", r.text());
+            if status == 200 {
+                assert_eq!(r.text(), body);
+            } else {
+                let limit = if source < len {
+                    "max-source-size"
+                } else {
+                    "max-output-size"
+                };
+                assert!(r.text().contains(limit), "{mode}: {}", r.text());
+            }
+        }
+    }
+}
