@@ -509,6 +509,50 @@ fn unsupported_table() {
     assert_eq!(ok(quoted).root, root("a"));
 }
 
+/// A control character is found wherever it is, however many share its
+/// 64-byte chunk (an odd count and an even count alike).
+#[test]
+fn control_characters_are_found_in_any_number() {
+    assert_eq!(first_control_char(b"<a>text</a>"), None);
+    assert_eq!(first_control_char(b"<a>\t\r\n </a>"), None);
+    assert_eq!(first_control_char(b"ab\x01cd"), Some(2));
+    assert_eq!(first_control_char(b"ab\x01\x02cd"), Some(2));
+    let mut long = vec![b'a'; 200];
+    long[130] = 0x1F;
+    long[131] = 0x1F;
+    assert_eq!(first_control_char(&long), Some(130));
+}
+
+/// A name with an x in the internal subset (not `xmlns`) neither counts as
+/// a namespace declaration nor skips the bytes after it (here the `]`).
+#[test]
+fn an_x_in_the_internal_subset_is_only_an_x() {
+    let p = ok("<!DOCTYPE a [<!ELEMENT a (x)>]><a><x/></a>");
+    assert_eq!(p.root, root("a"));
+}
+
+/// In a namespace declaration, a reference that is not a name is a
+/// malformed document; a named entity the scanner does not know is left
+/// to the full parser.
+#[test]
+fn references_in_namespace_declarations() {
+    for broken in [
+        "<a xmlns='urn:&1x;'/>",
+        "<a xmlns='urn:&;'/>",
+        "<a xmlns='urn:&a b;'/>",
+    ] {
+        assert!(
+            matches!(scan(broken.as_bytes()), Err(ScanError::Malformed { .. })),
+            "{broken}: {:?}",
+            scan(broken.as_bytes())
+        );
+    }
+    assert!(matches!(
+        scan(b"<a xmlns='urn:&ab;'/>"),
+        Err(ScanError::Unsupported(_))
+    ));
+}
+
 #[test]
 fn malformed_table() {
     let cases: &[(&str, &[u8], usize)] = &[
@@ -561,6 +605,16 @@ fn malformed_table() {
         (
             "XML declaration out of order",
             b"<?xml encoding='UTF-8' version='1.0'?><a/>",
+            0,
+        ),
+        (
+            "XML declaration with version 1.",
+            b"<?xml version='1.'?><a/>",
+            0,
+        ),
+        (
+            "XML declaration with version 1.x",
+            b"<?xml version='1.x'?><a/>",
             0,
         ),
         (
@@ -648,6 +702,7 @@ fn malformed_table() {
         ("attribute without quotes", b"<root a=1>", 8),
         ("attributes without space", b"<root a='1'b='2'>", 11),
         ("'<' in attribute value", b"<root a='<'>", 9),
+        ("'<' later in an attribute value", b"<a b='xy<'/>", 8),
         ("root name starting with a digit", b"<1root/>", 1),
         ("space after '<'", b"< root/>", 1),
         ("slash without '>'", b"<root / >", 7),
