@@ -42,7 +42,7 @@ for group in "${order[@]}"; do
   for f in $files; do args+=(--file "$f"); done
   start=$(date +%s)
   echo "mutants: $group: unit tests"
-  cargo mutants "${args[@]}" --output "$out" --no-shuffle --timeout 120 -- --lib || true
+  cargo mutants "${args[@]}" --output "$out" --no-shuffle --timeout 30 -- --lib || true
   if [ "${UNIT_ONLY:-0}" != 1 ]; then
     echo "mutants: $group: every test, for what the unit tests missed"
     cargo mutants "${args[@]}" --output "$out" --no-shuffle --timeout 300 --iterate \

@@ -394,6 +394,33 @@ mod tests {
         confine(root, url_path, &Fingerprints::new(16))
     }
 
+    /// The site configuration is never confined to, by its name in any
+    /// case, in any directory, nor through a link to it; a link named
+    /// `axle.toml` to another file is refused too.
+    #[test]
+    fn the_site_configuration_is_never_confined_to() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::write(root.join("axle.toml"), "x").unwrap();
+        std::fs::create_dir(root.join("sub")).unwrap();
+        std::fs::write(root.join("sub/AXLE.TOML"), "x").unwrap();
+        std::fs::write(root.join("page.xml"), "<a/>").unwrap();
+        std::os::unix::fs::symlink(root.join("axle.toml"), root.join("cfg.txt")).unwrap();
+        std::os::unix::fs::symlink(root.join("page.xml"), root.join("sub/axle.toml")).unwrap();
+        for url in ["/axle.toml", "/sub/AXLE.TOML", "/cfg.txt", "/sub/axle.toml"] {
+            assert!(
+                matches!(confine_plain(&root, url), Err(ProviderError::NotFound(_))),
+                "{url}: {:?}",
+                confine_plain(&root, url)
+            );
+        }
+        assert!(confine_plain(&root, "/page.xml").is_ok());
+        assert!(matches!(
+            confine_url_plain(&root, "file:///axle.toml"),
+            Err(ProviderError::NotFound(_))
+        ));
+    }
+
     fn confine_url_plain(root: &Path, url: &str) -> Result<ConfinedPath, ProviderError> {
         confine_url(root, url, &Fingerprints::new(16))
     }
