@@ -94,7 +94,8 @@ struct LimitArgs {
     /// Memory libxml2 and libxslt may hold for one render (500 past it). [default: 256MiB]
     #[arg(long, value_parser = parse_size)]
     render_memory: Option<u64>,
-    /// Bytes of a source document (its tree takes 5-16 times that). [default: 16MiB]
+    /// Bytes of a source document (a render takes about 10-16 times that).
+    /// [default: 16MiB]
     #[arg(long, value_parser = parse_size)]
     max_source_size: Option<u64>,
     /// Bytes of a rendered response. [default: 64MiB]
@@ -584,16 +585,47 @@ mod tests {
             .unwrap()
             .render_long_help()
             .to_string();
-        for (flag, default) in [
-            ("--header-timeout", "10s"),
-            ("--render-memory", "256MiB"),
-            ("--max-connections", "10000"),
-            ("--max-body-size", "1MiB"),
+        // Each flag's own help names its default, and that default parses
+        // to the library's value.
+        let documented = |flag: &str| -> String {
+            let at = help.find(&format!("{flag} <")).expect(flag);
+            let rest = &help[at..];
+            let start = rest.find("[default: ").expect(flag) + "[default: ".len();
+            let end = start + rest[start..].find(']').expect(flag);
+            rest[start..end].to_string()
+        };
+        let (http, render) = (HttpLimits::default(), RenderLimits::default());
+        for (flag, value) in [
+            ("--header-timeout", http.header_timeout),
+            ("--keepalive-timeout", http.keepalive_timeout),
+            ("--write-timeout", http.write_timeout),
+            ("--shutdown-timeout", http.shutdown_timeout),
+            ("--render-timeout", render.timeout),
         ] {
-            assert!(
-                help.contains(flag) && help.contains(&format!("[default: {default}]")),
-                "{flag}"
-            );
+            assert_eq!(parse_duration(&documented(flag)), Ok(value), "{flag}");
+        }
+        for (flag, value) in [
+            ("--render-memory", render.memory),
+            ("--max-source-size", render.max_source_bytes),
+            ("--max-output-size", render.max_output_bytes),
+            ("--max-body-size", http.max_body_bytes as u64),
+            ("--max-header-size", http.max_header_bytes as u64),
+            ("--max-uri-size", http.max_uri_bytes as u64),
+            ("--max-xinclude-nodes", render.max_xinclude_nodes),
+        ] {
+            assert_eq!(parse_size(&documented(flag)), Ok(value), "{flag}");
+        }
+        for (flag, value) in [
+            ("--max-connections", http.max_connections),
+            ("--max-header-count", http.max_header_count),
+            ("--max-query-params", http.max_query_params),
+            ("--max-form-fields", http.max_form_fields),
+            ("--max-chain", render.max_chain),
+            ("--max-nested", render.max_nested),
+            ("--max-queue", render.max_queue),
+            ("--max-per-url", render.max_per_url),
+        ] {
+            assert_eq!(documented(flag), value.to_string(), "{flag}");
         }
         let given = Cli::try_parse_from([
             "axle",

@@ -213,28 +213,26 @@ impl Activity {
 
     /// A write could not proceed (`blocked`) or did.
     fn write(&self, blocked: bool) {
-        let mut s = self.state();
-        match (blocked, s.blocked_since) {
-            (true, None) => {
-                s.blocked_since = Some(Instant::now());
-                drop(s);
-                self.changed.notify_one();
-            }
-            (false, Some(_)) => s.blocked_since = None,
-            _ => {}
-        }
+        self.stalled(blocked, |s| &mut s.blocked_since);
     }
 
     /// The handler waits for body bytes (`waiting`), or got some.
     fn body(&self, waiting: bool) {
+        self.stalled(waiting, |s| &mut s.body_since);
+    }
+
+    /// Starts the clock in `since` when something stalls (and wakes the
+    /// watchdog), stops it when it moves.
+    fn stalled(&self, stalled: bool, since: fn(&mut State) -> &mut Option<Instant>) {
         let mut s = self.state();
-        match (waiting, s.body_since) {
-            (true, None) => {
-                s.body_since = Some(Instant::now());
+        let slot = since(&mut s);
+        match (stalled, slot.is_some()) {
+            (true, false) => {
+                *slot = Some(Instant::now());
                 drop(s);
                 self.changed.notify_one();
             }
-            (false, Some(_)) => s.body_since = None,
+            (false, true) => *slot = None,
             _ => {}
         }
     }
