@@ -53,6 +53,16 @@ pub trait Stage: Send + Sync {
     /// Runs the stage on `input`. When `ctx.is_final` the output must be
     /// the response bytes; otherwise a tree or bytes for the next stage.
     fn run(&self, input: StageData, ctx: &StageContext<'_>) -> Result<StageOutput, LanguageError>;
+
+    /// May this stage's output be cached? A stage whose output is not a
+    /// function of its input, resource and params (it asks a database, a
+    /// clock, the network) says `false`: in `all` mode a chain with such a
+    /// stage is never stored (AxKit's `no_cache`), and in `incremental`
+    /// mode the stage runs on every request while the stages after it are
+    /// keyed by its output's hash, so they hit when it repeats itself.
+    fn cacheable(&self) -> bool {
+        true
+    }
 }
 
 /// The resource a stage is compiled from. (`#[non_exhaustive]`: build one
