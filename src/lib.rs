@@ -9,6 +9,7 @@
 //! - [`chain`]: PIs → the stages a document goes through.
 //! - [`language`]: the `Language`/`Stage` plug-in API; XSLT and passthru.
 //! - [`provider`]: where sources come from; confinement to the root.
+//! - [`dynamic`]: sources produced per request (a POST body, a program, an upstream).
 //! - [`cache`]: content hashes, keys, stat-memoized freshness, the store.
 //! - [`pipeline`]: runs chains in the three cache modes; no HTTP.
 //! - [`pool`]: the transform threads (16 MiB stacks).
@@ -23,6 +24,7 @@
 pub mod cache;
 pub mod chain;
 pub mod config;
+pub mod dynamic;
 pub mod ffi;
 pub mod href;
 pub mod http;

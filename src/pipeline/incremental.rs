@@ -45,12 +45,19 @@ impl Pipeline {
     ) -> Result<Rendered, PipelineError> {
         let walk = Walk {
             response_key: job.response_key(source_hash),
+            uncacheable_stage: job.stages.iter().any(|s| !s.stage.cacheable()),
             job: Arc::new(job),
             located,
             source: source.map(|s| s.bytes),
             source_hash,
         };
-        if let Some(entry) = self.store.get(&walk.response_key, Tier::Final).await {
+        // With a stage that runs every time, the response is not a
+        // function of the source: it is found only by the last stage's key.
+        let found = match walk.uncacheable_stage {
+            true => None,
+            false => self.store.get(&walk.response_key, Tier::Final).await,
+        };
+        if let Some(entry) = found {
             validators.extend(entry.deps.iter().cloned());
             return Ok(rendered(&entry, CacheStatus::Hit, Some(walk.response_key)));
         }
@@ -88,10 +95,14 @@ impl Pipeline {
         let mut carried: Option<XmlDoc> = None;
         let mut reused = 0;
         let mut earlier_deps: Vec<Dep> = Vec::new();
+        // Is the previous stage's entry stored (may it be made whole in
+        // the store)?
+        let mut previous_stored = true;
         for index in 0..total {
             let is_final = index + 1 == total;
             let stage_key = job.stage_key(index, input_hash);
-            if is_final && total > 1 {
+            let cacheable = job.stages[index].stage.cacheable();
+            if is_final && total > 1 && !walk.uncacheable_stage {
                 if let Some((entry, stored)) = self.store.traced(&stage_key).await {
                     // Early cut-off: this input was seen before and its
                     // response is still stored. Not stored again under
@@ -105,7 +116,11 @@ impl Pipeline {
                     return Ok(Some(rendered(&entry, status, Some(stored))));
                 }
             }
-            let (key, tier) = if is_final {
+            let (key, tier) = if is_final && walk.uncacheable_stage {
+                // Keyed by its own input, which an uncacheable stage
+                // before it makes anew: no response key, no trace.
+                (stage_key, Tier::Final)
+            } else if is_final {
                 (walk.response_key, Tier::Final)
             } else {
                 (stage_key, Tier::Intermediate)
@@ -132,7 +147,18 @@ impl Pipeline {
                 Arc::from(Vec::new())
             };
             let mut made: Option<(Option<XmlDoc>, Option<Entry>)> = None;
-            let (entry, found) = if whole {
+            let (entry, found) = if !cacheable {
+                // Run on every request, never stored; the stages after it
+                // are keyed by its output's hash.
+                let Some(input) = input.take() else {
+                    return Ok(None);
+                };
+                let (entry, tree, made_whole) = self
+                    .compute_stage(walk, index, input, whole, earlier)
+                    .await?;
+                made = Some((tree, made_whole));
+                (entry, false)
+            } else if whole {
                 // Looked up by hand: this walk must not take an elided
                 // output as found (and it is rare enough to go uncoalesced).
                 // Its inputs are never elided: it stores what it computes
@@ -190,7 +216,9 @@ impl Pipeline {
             }
             if let Some((tree, made_whole)) = made {
                 carried = tree;
-                if let (Some(whole_entry), Some((previous_key, _))) = (made_whole, &previous) {
+                if let (Some(whole_entry), Some((previous_key, _)), true) =
+                    (made_whole, &previous, previous_stored)
+                {
                     // The previous output was serialized to run this
                     // stage: store it whole in place of its elided entry.
                     self.store
@@ -199,13 +227,15 @@ impl Pipeline {
                 }
             }
             if is_final {
-                if total > 1 {
+                if total > 1 && !walk.uncacheable_stage {
                     self.store.put_trace(stage_key, walk.response_key);
                 }
                 validators.extend(entry.deps.iter().cloned());
                 let status = CacheStatus::of_reused(reused, total);
-                return Ok(Some(rendered(&entry, status, Some(walk.response_key))));
+                let stored = cacheable.then_some(key);
+                return Ok(Some(rendered(&entry, status, stored)));
             }
+            previous_stored = cacheable;
             input_hash = entry.hash;
             validators.extend(entry.deps.iter().cloned());
             earlier_deps.extend(entry.deps.iter().cloned());
@@ -305,6 +335,8 @@ struct Walk<'a> {
     source: Option<Bytes>,
     source_hash: ContentHash,
     response_key: Key,
+    /// Does a stage of the chain say it may not be cached?
+    uncacheable_stage: bool,
 }
 
 /// Why an incremental walk's computation stopped.

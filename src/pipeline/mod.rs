@@ -142,6 +142,14 @@ pub struct RenderRequest {
     /// nothing in the document, the response is computed but not cached, so
     /// `?style=<random>` cannot fill the cache (AxKit's guard).
     pub client_style: bool,
+    /// The source is produced per request and may not be cached (a `post`
+    /// or `command` source, or a dynamic Provider that says so): in `all`
+    /// mode nothing is looked up or stored (`X-Axle-Cache: uncacheable`,
+    /// AxKit's `no_cache`); in `incremental` mode the stages are keyed by
+    /// the source's content hash as for any source, so a repeated source
+    /// lets them hit, but the response is never a plain `hit` (the source
+    /// itself was produced again: `partial N/N`). Never memoized.
+    pub uncacheable_source: bool,
 }
 
 impl RenderRequest {
@@ -483,20 +491,35 @@ impl Pipeline {
                             .is_some_and(|s| s.eq_ignore_ascii_case(style))
                     })
             });
+        // A stage that may not be cached (a filter that asks a database)
+        // or a source produced per request: `all` mode cannot store the
+        // response, and nothing of it is memoized.
+        let uncacheable = req.uncacheable_source || job.stages.iter().any(|s| !s.stage.cacheable());
         let mode = if req.no_cache || idle_style || req.trace.is_some() {
             CacheMode::Off
         } else {
             self.mode
         };
+        // What the cache may do for this render: run it (`off`, or `all`
+        // with something uncacheable in it), look up one response key
+        // (`all`), or walk the stages (`incremental`).
+        let run_only = match (mode, uncacheable) {
+            (CacheMode::Off, _) => Some(CacheStatus::Miss),
+            (CacheMode::All, true) => Some(CacheStatus::Uncacheable),
+            _ => None,
+        };
+        if let Some(status) = run_only {
+            let source = match source {
+                Some(s) => s,
+                None => self.source_for(located, source_hash)?,
+            };
+            let entry = self.pool.run(move || job.run_all(source.bytes)).await??;
+            return Ok(rendered(&entry, status, None));
+        }
         match mode {
-            CacheMode::Off => {
-                let source = match source {
-                    Some(s) => s,
-                    None => self.source_for(located, source_hash)?,
-                };
-                let entry = self.pool.run(move || job.run_all(source.bytes)).await??;
-                Ok(rendered(&entry, CacheStatus::Miss, None))
-            }
+            CacheMode::Off => Err(PipelineError::Limit(
+                "internal: cache mode off reached the cached path".into(),
+            )),
             CacheMode::All => {
                 let key = job.response_key(source_hash);
                 let run = |job: ChainJob, source: Option<Source>| async move {
@@ -539,7 +562,16 @@ impl Pipeline {
                 let mut out = self
                     .render_incremental(job, located, source, source_hash, &mut validators)
                     .await?;
-                out.validators = Some(Arc::from(validators));
+                if req.uncacheable_source && out.cache == CacheStatus::Hit {
+                    // Every stage was reused, but the source was produced
+                    // again for this request.
+                    let total = specs.len();
+                    out.cache = CacheStatus::Partial {
+                        reused: total,
+                        total,
+                    };
+                }
+                out.validators = (!uncacheable).then(|| Arc::from(validators));
                 Ok(out)
             }
         }

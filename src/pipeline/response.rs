@@ -31,6 +31,9 @@ pub enum CacheStatus {
     },
     /// The document has no stages: served as it is.
     Untransformed,
+    /// `all` mode, and the source or a stage may not be cached: computed,
+    /// not stored (AxKit's `no_cache`).
+    Uncacheable,
 }
 
 impl CacheStatus {
@@ -51,6 +54,7 @@ impl CacheStatus {
             CacheStatus::Miss => "miss".into(),
             CacheStatus::Partial { reused, total } => format!("partial {reused}/{total}"),
             CacheStatus::Untransformed => "none".into(),
+            CacheStatus::Uncacheable => "uncacheable".into(),
         }
     }
 }

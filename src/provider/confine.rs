@@ -9,7 +9,9 @@ use super::ProviderError;
 use crate::cache::Fingerprints;
 
 /// A path that exists, was canonicalized (symlinks resolved) and lies inside
-/// the root. Only [`confine`] and [`confine_url`] build one.
+/// the root. Only [`confine`] and [`confine_url`] build one; and
+/// [`generated_path`] one that names no file (a generated document's URL,
+/// never read).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ConfinedPath {
     abs: PathBuf,
@@ -341,6 +343,31 @@ fn confine_decoded(
         rel,
         url,
         named,
+    })
+}
+
+/// The path a document produced at request time (a dynamic source: a
+/// request body, a program's output, an upstream's answer) is rendered
+/// as: `url_path` (percent-encoded, as a request names it) under the root,
+/// whether or not a file is there. It gives the document its base URL, so
+/// its relative hrefs resolve as a file's at that URL would; it is never
+/// read. `..`, NUL and backslashes are refused as [`confine`] refuses
+/// them.
+pub fn generated_path(root: &Path, url_path: &str) -> Result<ConfinedPath, ProviderError> {
+    let decoded = percent_encoding::percent_decode_str(url_path)
+        .decode_utf8()
+        .map_err(|_| ProviderError::NotFound(url_path.to_string()))?;
+    let abs = joined(root, &decoded, url_path)?;
+    let inside = abs
+        .strip_prefix(root)
+        .map_err(|_| ProviderError::Outside(url_path.to_string()))?;
+    let rel = rel_of(inside);
+    let url = url_of(inside, &rel);
+    Ok(ConfinedPath {
+        abs,
+        rel,
+        url,
+        named: Named(None),
     })
 }
 

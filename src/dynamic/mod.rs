@@ -1,0 +1,217 @@
+//! Dynamic sources: Providers that produce a document for each request (a
+//! request body, a program's output, an upstream's answer) in front of a
+//! chain of static stylesheets. This is the case incremental caching
+//! exists for: when the dynamic front gives the same bytes again, every
+//! stage after it can be reused, while all-or-nothing caching has to
+//! recompute the chain.
+//!
+//! A [`DynamicProvider`] is mounted at a location prefix (in `axle.toml`,
+//! `provider = { type = "post" | "command" | "upstream", ... }`, or through
+//! the server builder); every URL under the prefix is answered from what it
+//! produces. It says, per answer, whether the bytes may be cached
+//! ([`Produced::cacheable`]): an uncacheable source makes an `all`-mode
+//! response uncacheable, while incremental mode keys the stages after it by
+//! the bytes' hash as for a file. [`Memoized`] is a Provider that answers
+//! from memory for a time-to-live (the "a cache is itself a Provider"
+//! rule). Request data reaches a source only as data (a body, an
+//! environment variable, a path substituted into a configured URL), never
+//! as a program, an argument or a host.
+
+mod memo;
+mod post;
+
+pub use memo::Memoized;
+pub use post::{PostConfig, PostSource};
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{HeaderMap, Method, StatusCode};
+
+/// A boxed future, as [`DynamicProvider::produce`] returns (the trait stays
+/// object-safe, so Providers of any type can be mounted side by side).
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// What a dynamic source is told about the request it answers.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct SourceRequest {
+    /// The method (`GET`, `HEAD`, `POST`).
+    pub method: Method,
+    /// The whole request path, normalized and percent-encoded
+    /// (`/live/a%20b.xml`).
+    pub path: String,
+    /// The path below the mount's prefix, percent-encoded, starting with
+    /// `/` (`/a%20b.xml`), or empty for the prefix itself.
+    pub path_below: String,
+    /// The same, percent-decoded (CGI's `PATH_INFO`: `/a b.xml`).
+    pub path_info: String,
+    /// The query string without `?`, when there is one.
+    pub query: Option<String>,
+    /// The request's header fields.
+    pub headers: HeaderMap,
+    /// The request body, when the Provider asked for it
+    /// ([`DynamicProvider::body_limit`]): at most that many bytes, as sent
+    /// (still content-encoded).
+    pub body: Option<Bytes>,
+}
+
+impl SourceRequest {
+    /// A request for `path_below` under a mount at `prefix` (for tests and
+    /// Providers composed by hand).
+    pub fn new(method: Method, prefix: &str, path_below: &str) -> SourceRequest {
+        let prefix = prefix.trim_end_matches('/');
+        SourceRequest {
+            method,
+            path: format!("{prefix}{path_below}"),
+            path_below: path_below.to_string(),
+            path_info: percent_encoding::percent_decode_str(path_below)
+                .decode_utf8_lossy()
+                .into_owned(),
+            query: None,
+            headers: HeaderMap::new(),
+            body: None,
+        }
+    }
+}
+
+/// A document a dynamic source produced.
+#[derive(Debug, Clone)]
+pub struct Produced {
+    /// The document's bytes (XML: its own `<?xml-stylesheet?>` PIs, or the
+    /// location's processors, give its chain).
+    pub bytes: Bytes,
+    /// May a response rendered from these bytes be stored and served again
+    /// for the same URL (`all` mode)? `false` for a source that is
+    /// computed per request (a request body, a program declared
+    /// `cache = "none"`, an upstream answer without a validator).
+    pub cacheable: bool,
+}
+
+/// A source of documents that produces one per request.
+pub trait DynamicProvider: Send + Sync + 'static {
+    /// A short description for logs and the status of errors
+    /// (`command python3 live.py`).
+    fn describe(&self) -> String;
+
+    /// Produces the document for `request`.
+    fn produce<'a>(&'a self, request: &'a SourceRequest) -> BoxFuture<'a, Result<Produced, SourceError>>;
+
+    /// For a request with this method: `None` when the Provider answers it
+    /// without a body, `Some(limit)` when it reads the body (at most
+    /// `limit` bytes; more is 413). The default takes GET and HEAD
+    /// without a body; [`SourceError::Method`] refuses the rest.
+    fn body_limit(&self, method: &Method) -> Result<Option<u64>, SourceError> {
+        if method == Method::GET || method == Method::HEAD {
+            Ok(None)
+        } else {
+            Err(SourceError::Method {
+                allowed: "GET, HEAD",
+            })
+        }
+    }
+
+    /// The identity of what [`DynamicProvider::produce`] would answer for
+    /// `request`, when its answers may be remembered for a while by
+    /// [`Memoized`]: everything of the request it reads. `None`: never
+    /// remembered.
+    fn memo_key(&self, request: &SourceRequest) -> Option<Vec<u8>> {
+        let _ = request;
+        None
+    }
+}
+
+/// Why a dynamic source produced no document. Each maps to one status
+/// ([`SourceError::status`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SourceError {
+    /// 400: the request's document is not well-formed XML.
+    #[error("the request body is not well-formed XML: line {line}, column {column}: {message}")]
+    Malformed {
+        /// 1-based line.
+        line: u32,
+        /// 1-based column.
+        column: u32,
+        /// The parser's message.
+        message: String,
+    },
+    /// 400: a request the source cannot take (a path it refuses).
+    #[error("{0}")]
+    BadRequest(String),
+    /// 404: the source has nothing there (an upstream's 404).
+    #[error("not found: {0}")]
+    NotFound(String),
+    /// 405: a method the source does not answer.
+    #[error("method not allowed here (allowed: {allowed})")]
+    Method {
+        /// The methods it answers.
+        allowed: &'static str,
+    },
+    /// 413: the request body is larger than the source takes.
+    #[error("{0}")]
+    TooLarge(String),
+    /// 415: the request body is not an XML media type.
+    #[error("{0}")]
+    UnsupportedType(String),
+    /// 502: the program or upstream behind the source failed (what it
+    /// wrote to stderr, or its body, is logged, never shown).
+    #[error("{0}")]
+    Failed(String),
+    /// 503: the source's concurrency limit is reached (`Retry-After`).
+    #[error("{0}")]
+    Busy(String),
+    /// 504: the program or upstream took longer than its timeout.
+    #[error("{0}")]
+    Timeout(String),
+}
+
+impl SourceError {
+    /// The HTTP status this error is answered with.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            SourceError::Malformed { .. } | SourceError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            SourceError::NotFound(_) => StatusCode::NOT_FOUND,
+            SourceError::Method { .. } => StatusCode::METHOD_NOT_ALLOWED,
+            SourceError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            SourceError::UnsupportedType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            SourceError::Failed(_) => StatusCode::BAD_GATEWAY,
+            SourceError::Busy(_) => StatusCode::SERVICE_UNAVAILABLE,
+            SourceError::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
+        }
+    }
+}
+
+/// How long a source's answers may be reused, as configured
+/// (`cache = "none" | "10s" | "validated"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cacheability {
+    /// Produced per request, never reused (`"none"`).
+    Uncacheable,
+    /// Reused for this long ([`Memoized`]).
+    Ttl(Duration),
+    /// As the upstream says: its `Cache-Control: max-age` as a
+    /// time-to-live, its `ETag` revalidated (`"validated"`, the upstream
+    /// default).
+    Validated,
+}
+
+impl Cacheability {
+    /// Parses a `cache` value: `none`, `validated`, or a duration
+    /// (`"10s"`, `"2m"`).
+    pub fn parse(text: &str) -> Result<Cacheability, String> {
+        match text {
+            "none" => Ok(Cacheability::Uncacheable),
+            "validated" => Ok(Cacheability::Validated),
+            other => match crate::config::parse_duration(other) {
+                Ok(d) if d.is_zero() => Ok(Cacheability::Uncacheable),
+                Ok(d) => Ok(Cacheability::Ttl(d)),
+                Err(_) => Err(format!(
+                    "{other:?} is not \"none\", \"validated\" or a duration like \"10s\""
+                )),
+            },
+        }
+    }
+}

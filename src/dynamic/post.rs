@@ -1,0 +1,324 @@
+//! The `post` source: the request body is the document. Only XML media
+//! types are taken (`*/xml`, `*+xml`; else 415), a gzip-encoded body is
+//! decoded (the limit holds for the decoded size too, so a small bomb is
+//! 413), and the body must be a well-formed, standalone document (else
+//! 400 naming the line and column): it is checked here, before anything
+//! is rendered or cached, so a client's typo is the client's error.
+
+use bytes::Bytes;
+use http::{Method, header};
+
+use super::{BoxFuture, DynamicProvider, Produced, SourceError, SourceRequest};
+
+/// How a `post` source is configured.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PostConfig {
+    /// The largest body taken, after decoding (`max-body`, default 1 MiB).
+    pub max_body: u64,
+}
+
+impl Default for PostConfig {
+    fn default() -> Self {
+        PostConfig {
+            max_body: 1024 * 1024,
+        }
+    }
+}
+
+/// The request body as the source document (POST only).
+#[derive(Debug, Clone)]
+pub struct PostSource {
+    config: PostConfig,
+}
+
+impl PostSource {
+    /// A `post` source with `config`.
+    pub fn new(config: PostConfig) -> PostSource {
+        PostSource { config }
+    }
+}
+
+impl DynamicProvider for PostSource {
+    fn describe(&self) -> String {
+        "post".to_string()
+    }
+
+    fn body_limit(&self, method: &Method) -> Result<Option<u64>, SourceError> {
+        if method == Method::POST {
+            Ok(Some(self.config.max_body))
+        } else {
+            Err(SourceError::Method { allowed: "POST" })
+        }
+    }
+
+    fn produce<'a>(
+        &'a self,
+        request: &'a SourceRequest,
+    ) -> BoxFuture<'a, Result<Produced, SourceError>> {
+        Box::pin(async move {
+            let body = request.body.clone().unwrap_or_default();
+            let bytes = document(&request.headers, body, self.config.max_body)?;
+            Ok(Produced {
+                bytes,
+                cacheable: false,
+            })
+        })
+    }
+}
+
+/// The document a POST carries: its type checked, decoded, and checked for
+/// well-formedness.
+fn document(headers: &http::HeaderMap, body: Bytes, max: u64) -> Result<Bytes, SourceError> {
+    check_type(headers.get(header::CONTENT_TYPE))?;
+    let bytes = decode(headers.get(header::CONTENT_ENCODING), body, max)?;
+    check_well_formed(&bytes, max)?;
+    Ok(bytes)
+}
+
+/// Is the Content-Type an XML media type (`*/xml` or `*/*+xml`)?
+fn check_type(value: Option<&http::HeaderValue>) -> Result<(), SourceError> {
+    let Some(value) = value else {
+        return Err(SourceError::UnsupportedType(
+            "the request has no Content-Type: send the document as application/xml (or another */xml or */*+xml type)".into(),
+        ));
+    };
+    let text = value.to_str().unwrap_or("");
+    let essence = text.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    let xml = essence
+        .split_once('/')
+        .is_some_and(|(top, sub)| !top.is_empty() && (sub == "xml" || sub.ends_with("+xml")));
+    if xml {
+        Ok(())
+    } else {
+        Err(SourceError::UnsupportedType(format!(
+            "{essence:?} is not an XML media type: send the document as application/xml (or another */xml or */*+xml type)"
+        )))
+    }
+}
+
+/// The body without its content coding: identity or gzip (decoded up to
+/// `max` bytes; more is 413).
+fn decode(
+    coding: Option<&http::HeaderValue>,
+    body: Bytes,
+    max: u64,
+) -> Result<Bytes, SourceError> {
+    let coding = coding
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("identity")
+        .trim()
+        .to_ascii_lowercase();
+    match coding.as_str() {
+        "" | "identity" => Ok(body),
+        "gzip" | "x-gzip" => {
+            use std::io::Read;
+            let mut out = Vec::new();
+            let mut decoder = flate2::read::GzDecoder::new(&body[..]).take(max + 1);
+            decoder.read_to_end(&mut out).map_err(|e| {
+                SourceError::BadRequest(format!("the gzip-encoded request body cannot be decoded: {e}"))
+            })?;
+            if out.len() as u64 > max {
+                return Err(SourceError::TooLarge(format!(
+                    "the request body decodes to more than max-body ({max} bytes)"
+                )));
+            }
+            Ok(Bytes::from(out))
+        }
+        other => Err(SourceError::UnsupportedType(format!(
+            "the content coding {other:?} is not supported (send identity or gzip)"
+        ))),
+    }
+}
+
+/// Checks that `bytes` are a well-formed, standalone XML document (no
+/// external entities: a posted document cannot make the server read
+/// anything). Entity expansion may not make more nodes than the body
+/// has bytes.
+fn check_well_formed(bytes: &[u8], max: u64) -> Result<(), SourceError> {
+    let text = text_of(bytes)?;
+    let options = roxmltree::ParsingOptions {
+        allow_dtd: true,
+        nodes_limit: u32::try_from(max.max(1024)).unwrap_or(u32::MAX),
+    };
+    match roxmltree::Document::parse_with_options(&text, options) {
+        Ok(_) => Ok(()),
+        Err(e) => {
+            let pos = e.pos();
+            // roxmltree ends its message with the position, said already.
+            let message = e.to_string();
+            let suffix = format!(" at {}:{}", pos.row, pos.col);
+            let message = message.strip_suffix(&suffix).unwrap_or(&message).to_string();
+            Err(SourceError::Malformed {
+                line: pos.row,
+                column: pos.col,
+                message,
+            })
+        }
+    }
+}
+
+/// The body as text for the check: UTF-8, or decoded by its byte-order
+/// mark or the encoding its XML declaration names.
+fn text_of(bytes: &[u8]) -> Result<std::borrow::Cow<'_, str>, SourceError> {
+    if let Some((encoding, _)) = encoding_rs::Encoding::for_bom(bytes) {
+        let (text, _, _) = encoding.decode(bytes);
+        return Ok(text);
+    }
+    if let Ok(text) = std::str::from_utf8(bytes) {
+        return Ok(std::borrow::Cow::Borrowed(text));
+    }
+    let declared = declared_encoding(bytes)
+        .and_then(|label| encoding_rs::Encoding::for_label(label.as_bytes()));
+    match declared {
+        Some(encoding) if encoding != encoding_rs::UTF_8 => {
+            let (text, _, had_errors) = encoding.decode(bytes);
+            if had_errors {
+                return Err(SourceError::BadRequest(format!(
+                    "the request body is not valid {}",
+                    encoding.name()
+                )));
+            }
+            Ok(text)
+        }
+        _ => Err(SourceError::BadRequest(
+            "the request body is not UTF-8 and its XML declaration names no other encoding"
+                .into(),
+        )),
+    }
+}
+
+/// The `encoding` pseudo-attribute of an XML declaration at the start.
+fn declared_encoding(bytes: &[u8]) -> Option<String> {
+    let head = &bytes[..bytes.len().min(200)];
+    let head = String::from_utf8_lossy(head);
+    let decl = head.strip_prefix("<?xml")?;
+    let decl = &decl[..decl.find("?>")?];
+    let at = decl.find("encoding")?;
+    let rest = decl[at + "encoding".len()..].trim_start().strip_prefix('=')?;
+    let rest = rest.trim_start();
+    let quote = rest.chars().next().filter(|c| *c == '"' || *c == '\'')?;
+    let value = &rest[1..];
+    Some(value[..value.find(quote)?].to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::{HeaderMap, HeaderValue};
+
+    fn headers(content_type: Option<&str>, encoding: Option<&str>) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        if let Some(t) = content_type {
+            h.insert(header::CONTENT_TYPE, HeaderValue::from_str(t).unwrap());
+        }
+        if let Some(e) = encoding {
+            h.insert(header::CONTENT_ENCODING, HeaderValue::from_str(e).unwrap());
+        }
+        h
+    }
+
+    fn gzip(bytes: &[u8]) -> Bytes {
+        use std::io::Write;
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        e.write_all(bytes).unwrap();
+        Bytes::from(e.finish().unwrap())
+    }
+
+    #[test]
+    fn xml_types_are_taken_and_others_refused() {
+        let doc = Bytes::from_static(b"<a/>");
+        for t in [
+            "application/xml",
+            "text/xml; charset=utf-8",
+            "application/atom+xml",
+            "Application/TEI+XML",
+        ] {
+            assert!(document(&headers(Some(t), None), doc.clone(), 100).is_ok(), "{t}");
+        }
+        for t in [None, Some("text/plain"), Some("application/json"), Some("xml"), Some("application/xmlx")] {
+            let e = document(&headers(t, None), doc.clone(), 100).unwrap_err();
+            assert_eq!(e.status(), 415, "{t:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn malformed_bodies_name_line_and_column() {
+        let e = document(
+            &headers(Some("application/xml"), None),
+            Bytes::from_static(b"<a>\n  <b></c>\n</a>"),
+            100,
+        )
+        .unwrap_err();
+        match &e {
+            SourceError::Malformed { line, column, .. } => {
+                assert_eq!((*line, *column), (2, 6), "{e}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(e.status(), 400);
+        assert!(e.to_string().contains("line 2, column 6"), "{e}");
+        assert!(!e.to_string().ends_with("2:6"), "the position is said once: {e}");
+    }
+
+    #[test]
+    fn external_entities_are_refused() {
+        let body = b"<!DOCTYPE a [<!ENTITY x SYSTEM \"/etc/passwd\">]><a>&x;</a>";
+        let e = document(&headers(Some("application/xml"), None), Bytes::from_static(body), 1000)
+            .unwrap_err();
+        assert_eq!(e.status(), 400, "{e}");
+    }
+
+    #[test]
+    fn entity_expansion_is_bounded_by_the_body_size() {
+        let mut body = String::from("<!DOCTYPE a [<!ENTITY e0 \"<b/>\">");
+        for i in 1..8 {
+            body.push_str(&format!(
+                "<!ENTITY e{i} \"&e{p};&e{p};&e{p};&e{p};&e{p};&e{p};&e{p};&e{p};&e{p};&e{p};\">",
+                p = i - 1
+            ));
+        }
+        body.push_str("]><a>&e7;</a>");
+        let e = document(&headers(Some("application/xml"), None), Bytes::from(body), 4096)
+            .unwrap_err();
+        assert_eq!(e.status(), 400, "{e}");
+    }
+
+    #[test]
+    fn gzip_bodies_are_decoded_within_the_limit() {
+        let doc = b"<a>hello</a>";
+        let out = document(&headers(Some("application/xml"), Some("gzip")), gzip(doc), 100).unwrap();
+        assert_eq!(&out[..], doc);
+        // A bomb: small on the wire, past the limit decoded.
+        let big = format!("<a>{}</a>", "x".repeat(10_000));
+        let e = document(&headers(Some("application/xml"), Some("gzip")), gzip(big.as_bytes()), 1000)
+            .unwrap_err();
+        assert_eq!(e.status(), 413, "{e}");
+        let e = document(
+            &headers(Some("application/xml"), Some("gzip")),
+            Bytes::from_static(b"not gzip"),
+            1000,
+        )
+        .unwrap_err();
+        assert_eq!(e.status(), 400, "{e}");
+        let e = document(&headers(Some("application/xml"), Some("br")), Bytes::from_static(doc), 1000)
+            .unwrap_err();
+        assert_eq!(e.status(), 415, "{e}");
+    }
+
+    #[test]
+    fn declared_encodings_are_read_for_the_check() {
+        let latin1 = b"<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?><a>caf\xe9</a>";
+        assert!(document(&headers(Some("text/xml"), None), Bytes::from_static(latin1), 100).is_ok());
+        let undeclared = b"<a>caf\xe9</a>";
+        let e = document(&headers(Some("text/xml"), None), Bytes::from_static(undeclared), 100)
+            .unwrap_err();
+        assert_eq!(e.status(), 400);
+    }
+
+    #[test]
+    fn only_post_reads_a_body() {
+        let post = PostSource::new(PostConfig { max_body: 7 });
+        assert_eq!(post.body_limit(&Method::POST), Ok(Some(7)));
+        assert_eq!(post.body_limit(&Method::GET).unwrap_err().status(), 405);
+    }
+}
