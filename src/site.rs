@@ -37,6 +37,7 @@ pub struct ConfigError {
 mod format;
 mod limits;
 mod references;
+mod sources;
 mod spans;
 mod validate;
 
@@ -177,6 +178,9 @@ pub struct Location {
     pub media_rules: Vec<MediaRule>,
     /// The MIME type → Language map in force here.
     pub registry: Arc<Registry>,
+    /// The dynamic source that answers every URL here (`provider`; None:
+    /// the file tree).
+    pub source: Option<crate::dynamic::Mount>,
     /// Hash of everything above that can change output.
     pub hash: ContentHash,
 }
@@ -216,23 +220,51 @@ impl SiteConfig {
     }
 
     /// Loads and validates `path`; `registry` names the Languages that
-    /// `types` may refer to.
+    /// `types` may refer to. Programs it names (filters, `command`
+    /// sources) run in the file's own directory: see [`SiteConfig::load_in`]
+    /// for a file kept outside the document root.
     pub fn load(path: &Path, registry: Registry) -> Result<SiteConfig, ConfigError> {
+        let root = path.parent().unwrap_or(Path::new("."));
+        Self::load_in(path, registry, root)
+    }
+
+    /// [`SiteConfig::load`] for the document root `root`: the working
+    /// directory of the programs the file names.
+    pub fn load_in(
+        path: &Path,
+        registry: Registry,
+        root: &Path,
+    ) -> Result<SiteConfig, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
             file: path.to_path_buf(),
             line: None,
             key: "(file)".into(),
             message: e.to_string(),
         })?;
-        let mut site = Self::parse(&text, path, registry)?;
+        let mut site = Self::parse_in(&text, path, registry, root)?;
         // Canonical, so the server can recognise the file under any
         // spelling of the root (and never serve it).
         site.source = Some(path.canonicalize().unwrap_or_else(|_| path.to_path_buf()));
         Ok(site)
     }
 
-    /// Parses and validates configuration text (`file` names it in errors).
+    /// Parses and validates configuration text (`file` names it in errors;
+    /// programs it names run in `file`'s directory).
     pub fn parse(text: &str, file: &Path, registry: Registry) -> Result<SiteConfig, ConfigError> {
+        let root = match file.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir,
+            _ => Path::new("."),
+        };
+        Self::parse_in(text, file, registry, root)
+    }
+
+    /// [`SiteConfig::parse`] for the document root `root`.
+    pub fn parse_in(
+        text: &str,
+        file: &Path,
+        registry: Registry,
+        root: &Path,
+    ) -> Result<SiteConfig, ConfigError> {
         let spans = Spans::parse(text);
         let format: FileFormat =
             toml::from_str(text).map_err(|e| serde_error(file, text, &spans, &e))?;
@@ -244,7 +276,7 @@ impl SiteConfig {
                 spans: &spans,
                 section: join("location", &prefix),
             };
-            sections.push(validate(prefix, section, &registry, &here)?);
+            sections.push(validate(prefix, section, &registry, root, &here)?);
         }
         // Outermost first: shorter prefixes contain longer ones.
         sections.sort_by(|a, b| {
@@ -338,6 +370,7 @@ impl SiteConfig {
             ua_styles: Vec::new(),
             media_rules: vec![MediaRule::wap()],
             registry: Arc::new(self.registry.clone()),
+            source: None,
             hash: ContentHash::of(b""),
         };
         for &i in matched {
@@ -416,6 +449,9 @@ impl SiteConfig {
             if let Some(v) = &s.media_rules {
                 l.media_rules = v.clone();
             }
+            if let Some(source) = &s.source {
+                l.source = source.clone();
+            }
             if let Some(types) = &s.types {
                 for (mime, lang) in types {
                     // Names were checked against the registry at load.
@@ -467,6 +503,10 @@ fn location_hash(l: &Location) -> ContentHash {
             .str(&format!("{:?}", p.when));
     }
     k.str(&format!("{:?}", l.registry));
+    match &l.source {
+        Some(mount) => k.str(&mount.prefix).str(&mount.provider.describe()),
+        None => k.str("files"),
+    };
     k.finish_hash()
 }
 

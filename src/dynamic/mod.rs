@@ -97,7 +97,10 @@ pub trait DynamicProvider: Send + Sync + 'static {
     fn describe(&self) -> String;
 
     /// Produces the document for `request`.
-    fn produce<'a>(&'a self, request: &'a SourceRequest) -> BoxFuture<'a, Result<Produced, SourceError>>;
+    fn produce<'a>(
+        &'a self,
+        request: &'a SourceRequest,
+    ) -> BoxFuture<'a, Result<Produced, SourceError>>;
 
     /// For a request with this method: `None` when the Provider answers it
     /// without a body, `Some(limit)` when it reads the body (at most
@@ -213,5 +216,38 @@ impl Cacheability {
                 )),
             },
         }
+    }
+}
+
+/// A dynamic source mounted at a location prefix: every URL under the
+/// prefix is answered from what it produces.
+#[derive(Clone)]
+pub struct Mount {
+    /// The prefix (`/live`), as the location names it.
+    pub prefix: String,
+    /// The source.
+    pub provider: std::sync::Arc<dyn DynamicProvider>,
+    /// Is the document the client's own (a request body)? Then a document
+    /// the pipeline cannot parse is the client's error (400), not the
+    /// source's (502).
+    pub client_document: bool,
+}
+
+impl std::fmt::Debug for Mount {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mount")
+            .field("prefix", &self.prefix)
+            .field("provider", &self.provider.describe())
+            .finish()
+    }
+}
+
+impl Mount {
+    /// The part of a request path (percent-encoded, normalized) below the
+    /// prefix: `/live/x.xml` under `/live` is `/x.xml`; the prefix itself
+    /// is `""`.
+    pub fn below<'p>(&self, path: &'p str) -> &'p str {
+        let prefix = self.prefix.trim_end_matches('/');
+        path.strip_prefix(prefix).unwrap_or(path)
     }
 }

@@ -83,7 +83,12 @@ fn check_type(value: Option<&http::HeaderValue>) -> Result<(), SourceError> {
         ));
     };
     let text = value.to_str().unwrap_or("");
-    let essence = text.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    let essence = text
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
     let xml = essence
         .split_once('/')
         .is_some_and(|(top, sub)| !top.is_empty() && (sub == "xml" || sub.ends_with("+xml")));
@@ -98,11 +103,7 @@ fn check_type(value: Option<&http::HeaderValue>) -> Result<(), SourceError> {
 
 /// The body without its content coding: identity or gzip (decoded up to
 /// `max` bytes; more is 413).
-fn decode(
-    coding: Option<&http::HeaderValue>,
-    body: Bytes,
-    max: u64,
-) -> Result<Bytes, SourceError> {
+fn decode(coding: Option<&http::HeaderValue>, body: Bytes, max: u64) -> Result<Bytes, SourceError> {
     let coding = coding
         .and_then(|v| v.to_str().ok())
         .unwrap_or("identity")
@@ -115,7 +116,9 @@ fn decode(
             let mut out = Vec::new();
             let mut decoder = flate2::read::GzDecoder::new(&body[..]).take(max + 1);
             decoder.read_to_end(&mut out).map_err(|e| {
-                SourceError::BadRequest(format!("the gzip-encoded request body cannot be decoded: {e}"))
+                SourceError::BadRequest(format!(
+                    "the gzip-encoded request body cannot be decoded: {e}"
+                ))
             })?;
             if out.len() as u64 > max {
                 return Err(SourceError::TooLarge(format!(
@@ -147,7 +150,10 @@ fn check_well_formed(bytes: &[u8], max: u64) -> Result<(), SourceError> {
             // roxmltree ends its message with the position, said already.
             let message = e.to_string();
             let suffix = format!(" at {}:{}", pos.row, pos.col);
-            let message = message.strip_suffix(&suffix).unwrap_or(&message).to_string();
+            let message = message
+                .strip_suffix(&suffix)
+                .unwrap_or(&message)
+                .to_string();
             Err(SourceError::Malformed {
                 line: pos.row,
                 column: pos.col,
@@ -181,8 +187,7 @@ fn text_of(bytes: &[u8]) -> Result<std::borrow::Cow<'_, str>, SourceError> {
             Ok(text)
         }
         _ => Err(SourceError::BadRequest(
-            "the request body is not UTF-8 and its XML declaration names no other encoding"
-                .into(),
+            "the request body is not UTF-8 and its XML declaration names no other encoding".into(),
         )),
     }
 }
@@ -194,7 +199,9 @@ fn declared_encoding(bytes: &[u8]) -> Option<String> {
     let decl = head.strip_prefix("<?xml")?;
     let decl = &decl[..decl.find("?>")?];
     let at = decl.find("encoding")?;
-    let rest = decl[at + "encoding".len()..].trim_start().strip_prefix('=')?;
+    let rest = decl[at + "encoding".len()..]
+        .trim_start()
+        .strip_prefix('=')?;
     let rest = rest.trim_start();
     let quote = rest.chars().next().filter(|c| *c == '"' || *c == '\'')?;
     let value = &rest[1..];
@@ -233,9 +240,18 @@ mod tests {
             "application/atom+xml",
             "Application/TEI+XML",
         ] {
-            assert!(document(&headers(Some(t), None), doc.clone(), 100).is_ok(), "{t}");
+            assert!(
+                document(&headers(Some(t), None), doc.clone(), 100).is_ok(),
+                "{t}"
+            );
         }
-        for t in [None, Some("text/plain"), Some("application/json"), Some("xml"), Some("application/xmlx")] {
+        for t in [
+            None,
+            Some("text/plain"),
+            Some("application/json"),
+            Some("xml"),
+            Some("application/xmlx"),
+        ] {
             let e = document(&headers(t, None), doc.clone(), 100).unwrap_err();
             assert_eq!(e.status(), 415, "{t:?}: {e}");
         }
@@ -257,14 +273,21 @@ mod tests {
         }
         assert_eq!(e.status(), 400);
         assert!(e.to_string().contains("line 2, column 6"), "{e}");
-        assert!(!e.to_string().ends_with("2:6"), "the position is said once: {e}");
+        assert!(
+            !e.to_string().ends_with("2:6"),
+            "the position is said once: {e}"
+        );
     }
 
     #[test]
     fn external_entities_are_refused() {
         let body = b"<!DOCTYPE a [<!ENTITY x SYSTEM \"/etc/passwd\">]><a>&x;</a>";
-        let e = document(&headers(Some("application/xml"), None), Bytes::from_static(body), 1000)
-            .unwrap_err();
+        let e = document(
+            &headers(Some("application/xml"), None),
+            Bytes::from_static(body),
+            1000,
+        )
+        .unwrap_err();
         assert_eq!(e.status(), 400, "{e}");
     }
 
@@ -278,20 +301,33 @@ mod tests {
             ));
         }
         body.push_str("]><a>&e7;</a>");
-        let e = document(&headers(Some("application/xml"), None), Bytes::from(body), 4096)
-            .unwrap_err();
+        let e = document(
+            &headers(Some("application/xml"), None),
+            Bytes::from(body),
+            4096,
+        )
+        .unwrap_err();
         assert_eq!(e.status(), 400, "{e}");
     }
 
     #[test]
     fn gzip_bodies_are_decoded_within_the_limit() {
         let doc = b"<a>hello</a>";
-        let out = document(&headers(Some("application/xml"), Some("gzip")), gzip(doc), 100).unwrap();
+        let out = document(
+            &headers(Some("application/xml"), Some("gzip")),
+            gzip(doc),
+            100,
+        )
+        .unwrap();
         assert_eq!(&out[..], doc);
         // A bomb: small on the wire, past the limit decoded.
         let big = format!("<a>{}</a>", "x".repeat(10_000));
-        let e = document(&headers(Some("application/xml"), Some("gzip")), gzip(big.as_bytes()), 1000)
-            .unwrap_err();
+        let e = document(
+            &headers(Some("application/xml"), Some("gzip")),
+            gzip(big.as_bytes()),
+            1000,
+        )
+        .unwrap_err();
         assert_eq!(e.status(), 413, "{e}");
         let e = document(
             &headers(Some("application/xml"), Some("gzip")),
@@ -300,18 +336,33 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e.status(), 400, "{e}");
-        let e = document(&headers(Some("application/xml"), Some("br")), Bytes::from_static(doc), 1000)
-            .unwrap_err();
+        let e = document(
+            &headers(Some("application/xml"), Some("br")),
+            Bytes::from_static(doc),
+            1000,
+        )
+        .unwrap_err();
         assert_eq!(e.status(), 415, "{e}");
     }
 
     #[test]
     fn declared_encodings_are_read_for_the_check() {
         let latin1 = b"<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?><a>caf\xe9</a>";
-        assert!(document(&headers(Some("text/xml"), None), Bytes::from_static(latin1), 100).is_ok());
+        assert!(
+            document(
+                &headers(Some("text/xml"), None),
+                Bytes::from_static(latin1),
+                100
+            )
+            .is_ok()
+        );
         let undeclared = b"<a>caf\xe9</a>";
-        let e = document(&headers(Some("text/xml"), None), Bytes::from_static(undeclared), 100)
-            .unwrap_err();
+        let e = document(
+            &headers(Some("text/xml"), None),
+            Bytes::from_static(undeclared),
+            100,
+        )
+        .unwrap_err();
         assert_eq!(e.status(), 400);
     }
 

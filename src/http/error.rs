@@ -54,6 +54,22 @@ pub enum HttpError {
         /// Seconds a client should wait before trying again.
         retry_after: Option<u32>,
     },
+    /// A dynamic source refused the request (400, 404, 405, 413, 415) or
+    /// failed (502; 503 with `Retry-After`; 504).
+    #[error("{title}: {detail}")]
+    Source {
+        /// The status.
+        status: StatusCode,
+        /// Short title.
+        title: &'static str,
+        /// What went wrong (never the program's stderr or the upstream's
+        /// body: those are logged).
+        detail: String,
+        /// Seconds a client should wait before trying again.
+        retry_after: Option<u32>,
+        /// For 405: the methods the source answers.
+        allow: Option<&'static str>,
+    },
     /// 500: the document or a stylesheet is broken.
     #[error("{title}: {detail}")]
     Render {
@@ -126,6 +142,32 @@ impl HttpError {
         }
     }
 
+    /// The answer for a dynamic source's error.
+    pub fn from_source(err: &crate::dynamic::SourceError) -> HttpError {
+        use crate::dynamic::SourceError as E;
+        let title = match err {
+            E::Malformed { .. } => "Malformed document",
+            E::BadRequest(_) => "Bad request",
+            E::NotFound(_) => "Not found",
+            E::Method { .. } => "Method not allowed",
+            E::TooLarge(_) => "Content too large",
+            E::UnsupportedType(_) => "Unsupported media type",
+            E::Failed(_) => "Bad gateway",
+            E::Busy(_) => "Busy",
+            E::Timeout(_) => "Gateway timeout",
+        };
+        HttpError::Source {
+            status: err.status(),
+            title,
+            detail: err.to_string(),
+            retry_after: matches!(err, E::Busy(_)).then_some(1),
+            allow: match err {
+                E::Method { allowed } => Some(allowed),
+                _ => None,
+            },
+        }
+    }
+
     /// This error as a client sees it by default: the file and line and a
     /// one-line reason, without libxslt's template and variable stacks,
     /// offending bytes or advice about options Axle does not have (the
@@ -159,7 +201,10 @@ impl HttpError {
     pub fn logged(&self) -> bool {
         matches!(
             self,
-            HttpError::Render { .. } | HttpError::Limited { .. } | HttpError::Styled { .. }
+            HttpError::Render { .. }
+                | HttpError::Limited { .. }
+                | HttpError::Styled { .. }
+                | HttpError::Source { .. }
         )
     }
 
@@ -173,7 +218,7 @@ impl HttpError {
             HttpError::ContentTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             HttpError::HeadTooLarge(_) => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             HttpError::Render { .. } => StatusCode::INTERNAL_SERVER_ERROR,
-            HttpError::Limited { status, .. } => *status,
+            HttpError::Limited { status, .. } | HttpError::Source { status, .. } => *status,
             HttpError::Styled { status, .. } => *status,
         }
     }
@@ -252,9 +297,9 @@ impl IntoResponse for HttpError {
             HttpError::UriTooLong(why) => ("URI too long", why.clone()),
             HttpError::ContentTooLarge(why) => ("Content too large", why.clone()),
             HttpError::HeadTooLarge(why) => ("Request header fields too large", why.clone()),
-            HttpError::Render { title, detail } | HttpError::Limited { title, detail, .. } => {
-                (*title, detail.clone())
-            }
+            HttpError::Render { title, detail }
+            | HttpError::Limited { title, detail, .. }
+            | HttpError::Source { title, detail, .. } => (*title, detail.clone()),
             HttpError::Styled { .. } => ("Error", String::new()),
         };
         let body = format!(
@@ -274,9 +319,20 @@ impl IntoResponse for HttpError {
         if let HttpError::Limited {
             retry_after: Some(seconds),
             ..
+        }
+        | HttpError::Source {
+            retry_after: Some(seconds),
+            ..
         } = self
         {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        if let HttpError::Source {
+            allow: Some(methods),
+            ..
+        } = self
+        {
+            headers.insert(header::ALLOW, HeaderValue::from_static(methods));
         }
         if matches!(self, HttpError::MethodNotAllowed) {
             headers.insert(header::ALLOW, HeaderValue::from_static("GET, HEAD, POST"));

@@ -7,6 +7,7 @@ mod charset;
 mod choose;
 mod conn;
 mod directory;
+mod dynamic;
 mod error;
 mod hot;
 mod params;
@@ -96,7 +97,8 @@ impl App {
         let Some(path) = current.source() else {
             return Ok(());
         };
-        let fresh = SiteConfig::load(path, self.registry.clone())?;
+        let root = self.pipeline.provider().root();
+        let fresh = SiteConfig::load_in(path, self.registry.clone(), root)?;
         match self.site.write() {
             Ok(mut s) => *s = Arc::new(fresh),
             Err(poisoned) => *poisoned.into_inner() = Arc::new(fresh),
@@ -246,6 +248,10 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
     let path = normal.url.to_string();
     let location = site.location(&normal.decoded);
     let query: Vec<(String, String)> = pairs(request.uri().query().unwrap_or(""))?;
+    if let Some(mount) = &location.source {
+        let path = normal.url.into_owned();
+        return dynamic::respond(app, request, &location, mount, path, &query).await;
+    }
     let passthru = passthru::wants_passthru(&location, &query);
     // The hot memo was asked already (`hot_response`); the key is built
     // again here, on a miss, to memoize the response this renders.

@@ -78,7 +78,8 @@ pub async fn serve_with(
     let site = match site_config_path(&config.root, site_file) {
         Some(path) => {
             refuse_servable_config(&config.root, &path)?;
-            SiteConfig::load(&path, registry.clone()).map_err(std::io::Error::other)?
+            SiteConfig::load_in(&path, registry.clone(), &config.root)
+                .map_err(std::io::Error::other)?
         }
         None => SiteConfig::defaults(registry.clone()),
     };

@@ -14,6 +14,44 @@ pub(super) struct FileFormat {
     #[serde(default)]
     pub(super) location: BTreeMap<String, Section>,
     pub(super) limits: Option<LimitsFormat>,
+    #[serde(default)]
+    pub(super) filter: BTreeMap<String, FilterFormat>,
+}
+
+/// `[filter."MIME type"]`: an external program as the Language of that
+/// stylesheet type (stdin: the stage's input; stdout: its output).
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub(super) struct FilterFormat {
+    pub(super) argv: Vec<String>,
+    pub(super) timeout: Option<String>,
+    pub(super) max_output: Option<String>,
+    pub(super) max_concurrent: Option<usize>,
+    pub(super) max_queue: Option<usize>,
+    pub(super) env: Option<Vec<String>>,
+    pub(super) version_file: Option<PathBuf>,
+    pub(super) content_type: Option<String>,
+    pub(super) cache: Option<String>,
+}
+
+/// A location's `provider = { type = ..., ... }`: where its documents come
+/// from. One struct for every type (each type's keys are checked in
+/// `sources`, naming the key that does not belong).
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub(super) struct ProviderFormat {
+    pub(super) r#type: String,
+    pub(super) cache: Option<String>,
+    pub(super) max_body: Option<String>,
+    pub(super) argv: Option<Vec<String>>,
+    pub(super) env: Option<Vec<String>>,
+    pub(super) headers: Option<Vec<String>>,
+    pub(super) timeout: Option<String>,
+    pub(super) connect_timeout: Option<String>,
+    pub(super) max_size: Option<String>,
+    pub(super) max_concurrent: Option<usize>,
+    pub(super) max_queue: Option<usize>,
+    pub(super) url: Option<String>,
 }
 
 /// `[limits]`: the server's limits (durations like `"10s"`, sizes like
@@ -68,6 +106,7 @@ pub(super) struct Section {
     pub(super) types: Option<BTreeMap<String, String>>,
     #[serde(default)]
     pub(super) processor: Vec<ProcessorFormat>,
+    pub(super) provider: Option<ProviderFormat>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]

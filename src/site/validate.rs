@@ -36,6 +36,9 @@ pub(super) struct ValidSection {
     pub(super) output_charset: Option<OutputCharset>,
     /// The files it names (processor hrefs, the error stylesheet).
     pub(super) references: Vec<Reference>,
+    /// Its `provider`: `Some(None)` for `type = "files"` (the file tree,
+    /// undoing an outer section's source).
+    pub(super) source: Option<Option<crate::dynamic::Mount>>,
 }
 
 /// Where errors in one section are: the file, its text and keys, and the
@@ -172,6 +175,7 @@ pub(super) fn validate(
     prefix: String,
     raw: Section,
     registry: &Registry,
+    root: &Path,
     here: &Here<'_>,
 ) -> Result<ValidSection, ConfigError> {
     if !prefix.starts_with('/') {
@@ -310,6 +314,10 @@ pub(super) fn validate(
     if let Some(sheet) = &error_stylesheet {
         names("error-stylesheet".into(), &sheet.href);
     }
+    let source = match &raw.provider {
+        Some(p) => Some(super::sources::mount(&prefix, p, root, here)?),
+        None => None,
+    };
     Ok(ValidSection {
         prefix,
         raw,
@@ -320,5 +328,6 @@ pub(super) fn validate(
         error_stylesheet,
         output_charset,
         references,
+        source,
     })
 }

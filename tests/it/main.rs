@@ -17,3 +17,4 @@ mod limits_render;
 mod links;
 mod samples;
 mod security;
+mod sources;

@@ -242,6 +242,45 @@ impl TestServer {
         }
     }
 
+    /// A request with a body.
+    pub async fn send(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: impl Into<reqwest::Body>,
+    ) -> Resp {
+        let mut req = self.client.request(method, self.url(path)).body(body);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let r = req.send().await.unwrap();
+        let status = r.status().as_u16();
+        let headers = r.headers().clone();
+        let body = r.bytes().await.unwrap().to_vec();
+        Resp {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    /// POSTs `body` as `content_type`.
+    pub async fn post(
+        &self,
+        path: &str,
+        content_type: &str,
+        body: impl Into<reqwest::Body>,
+    ) -> Resp {
+        self.send(
+            reqwest::Method::POST,
+            path,
+            &[("content-type", content_type)],
+            body,
+        )
+        .await
+    }
+
     pub async fn get(&self, path: &str) -> Resp {
         self.request(reqwest::Method::GET, path, &[]).await
     }

@@ -1,0 +1,134 @@
+//! A location's `provider` key: which dynamic source answers the URLs
+//! under it, built from the file at load (programs found, URLs parsed,
+//! sizes and durations read), each problem named by key and line. A key
+//! that does not belong to the provider's type is an error, not ignored.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use super::ConfigError;
+use super::format::ProviderFormat;
+use super::validate::Here;
+use crate::config::parse_size;
+use crate::dynamic::{Cacheability, DynamicProvider, Mount, PostConfig, PostSource};
+
+/// The provider types and the keys each takes (besides `type`).
+const TYPES: &[(&str, &[&str])] = &[
+    ("files", &[]),
+    ("post", &["max-body", "cache"]),
+    (
+        "command",
+        &[
+            "argv",
+            "cache",
+            "env",
+            "headers",
+            "timeout",
+            "max-size",
+            "max-body",
+            "max-concurrent",
+            "max-queue",
+        ],
+    ),
+    (
+        "upstream",
+        &[
+            "url",
+            "cache",
+            "headers",
+            "timeout",
+            "connect-timeout",
+            "max-size",
+        ],
+    ),
+];
+
+/// The keys `p` sets, as written in the file.
+fn keys_set(p: &ProviderFormat) -> Vec<&'static str> {
+    let mut keys = Vec::new();
+    let mut note = |set: bool, key: &'static str| {
+        if set {
+            keys.push(key);
+        }
+    };
+    note(p.cache.is_some(), "cache");
+    note(p.max_body.is_some(), "max-body");
+    note(p.argv.is_some(), "argv");
+    note(p.env.is_some(), "env");
+    note(p.headers.is_some(), "headers");
+    note(p.timeout.is_some(), "timeout");
+    note(p.connect_timeout.is_some(), "connect-timeout");
+    note(p.max_size.is_some(), "max-size");
+    note(p.max_concurrent.is_some(), "max-concurrent");
+    note(p.max_queue.is_some(), "max-queue");
+    note(p.url.is_some(), "url");
+    keys
+}
+
+/// The mount a section's `provider` makes (`None`: `type = "files"`, the
+/// file tree). Programs run in `root`.
+pub(super) fn mount(
+    prefix: &str,
+    p: &ProviderFormat,
+    root: &Path,
+    here: &Here<'_>,
+) -> Result<Option<Mount>, ConfigError> {
+    let key = |k: &str| format!("provider.{k}");
+    let Some((_, allowed)) = TYPES.iter().find(|(t, _)| *t == p.r#type) else {
+        let names: Vec<&str> = TYPES.iter().map(|(t, _)| *t).collect();
+        return Err(here.err(
+            &key("type"),
+            format!(
+                "unknown provider type {:?} (one of: {})",
+                p.r#type,
+                names.join(", ")
+            ),
+        ));
+    };
+    if let Some(stray) = keys_set(p).into_iter().find(|k| !allowed.contains(k)) {
+        return Err(here.err(
+            &key(stray),
+            format!(
+                "a {:?} provider has no key {stray:?} (its keys: type{}{})",
+                p.r#type,
+                if allowed.is_empty() { "" } else { ", " },
+                allowed.join(", ")
+            ),
+        ));
+    }
+    let cache = match &p.cache {
+        Some(text) => Some(Cacheability::parse(text).map_err(|e| here.err(&key("cache"), e))?),
+        None => None,
+    };
+    let size = |k: &str, v: &Option<String>| -> Result<Option<u64>, ConfigError> {
+        v.as_deref()
+            .map(|t| parse_size(t).map_err(|e| here.err(&key(k), e)))
+            .transpose()
+    };
+    let (provider, client_document): (Arc<dyn DynamicProvider>, bool) = match p.r#type.as_str() {
+        "files" => return Ok(None),
+        "post" => {
+            if cache.is_some_and(|c| c != Cacheability::Uncacheable) {
+                return Err(here.err(
+                    &key("cache"),
+                    "a posted document is the request's own: its cache is \"none\" \
+                     (incremental mode still reuses the stages when a body repeats)",
+                ));
+            }
+            let mut config = PostConfig::default();
+            if let Some(max) = size("max-body", &p.max_body)? {
+                config.max_body = max;
+            }
+            (Arc::new(PostSource::new(config)), true)
+        }
+        other => {
+            let _ = root;
+            return Err(here.err(&key("type"), format!("{other}: not built yet")));
+        }
+    };
+    Ok(Some(Mount {
+        prefix: prefix.to_string(),
+        provider,
+        client_document,
+    }))
+}
