@@ -64,9 +64,10 @@
 //! Register the type under a MIME type, then serve:
 //!
 //! ```ignore
-//! let mut registry = axle::Registry::default(); // XSLT and passthru
-//! registry.register("application/x-axle-numbered", Arc::new(Numbered))?;
-//! axle::http::serve(&config, registry).await?;
+//! axle::Server::builder("samples")        // XSLT and passthru, axle.toml
+//!     .language("application/x-axle-numbered", Numbered)
+//!     .build()?
+//!     .run()?;
 //! ```
 //!
 //! and name the type in a document, where it chains with XSLT stages like
@@ -90,7 +91,7 @@ use std::sync::Arc;
 use axle::language::{
     Language, LanguageError, Resource, Stage, StageContext, StageData, StageOutput,
 };
-use axle::{Registry, ServeConfig};
+
 use bytes::Bytes;
 use roxmltree::{Document, Node, NodeId, NodeType};
 
@@ -499,28 +500,16 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let mut config = ServeConfig::new(root);
-    config.listen = listen;
-
-    // The default registry (XSLT, passthru) plus our Language.
-    let mut registry = Registry::default();
-    if let Err(e) = registry.register(NUMBERED_TYPE, Arc::new(Numbered)) {
-        eprintln!("custom_language: {e}");
-        return ExitCode::FAILURE;
-    }
-
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("custom_language: cannot start the runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
+    // The default Languages (XSLT, passthru) plus ours, on the server
+    // `axle serve` runs (axle.toml in the root is loaded as it would be).
     println!("custom_language: {NUMBERED_TYPE} is registered; open /custom/numbered.xml");
-    match runtime.block_on(axle::http::serve(&config, registry)) {
+    let served = axle::Server::builder(root)
+        .listen(listen)
+        .language(NUMBERED_TYPE, Numbered)
+        .build()
+        .map_err(std::io::Error::from)
+        .and_then(axle::Server::run);
+    match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("custom_language: {e}");

@@ -15,6 +15,7 @@
 //! - [`pool`]: the transform threads (16 MiB stacks).
 //! - [`http`]: the axum server; error mapping.
 //! - [`config`]: start-up settings.
+//! - [`server`]: the server builder, the public extension API ([`Server::builder`]).
 //!
 //! See `docs/ARCHITECTURE.md` for invariants and boundaries.
 #![deny(unsafe_code)]
@@ -33,7 +34,9 @@ pub mod pipeline;
 pub mod pool;
 pub mod prolog;
 pub mod provider;
+pub mod server;
 pub mod site;
 
 pub use config::{CacheMode, ServeConfig};
 pub use language::{Language, Registry, Stage};
+pub use server::{Builder, Server};

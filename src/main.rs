@@ -310,8 +310,6 @@ fn main() -> ExitCode {
         } => {
             set_shared_dtds(&dtds);
             let mut config = ServeConfig::new(root.unwrap_or_else(default_root));
-            file_limits(&mut config, site_file.as_deref());
-            limits.apply(&mut config);
             config.listen = listen;
             config.reuse_port = reuse_port;
             config.cache_mode = cache;
@@ -319,13 +317,17 @@ fn main() -> ExitCode {
             config.workers = workers;
             config.io_threads = io_threads;
             config.freshness = freshness;
-            let served = runtime
-                .block_on(axle::http::serve_with(
-                    &config,
-                    Registry::default(),
-                    site_file.as_deref(),
-                ))
-                .map_err(|e| e.to_string());
+            let mut builder = axle::Server::builder(&config.root)
+                .config(config)
+                // The flags win over the file's [limits].
+                .configure(move |config| limits.apply(config));
+            if let Some(file) = site_file {
+                builder = builder.site_file(file);
+            }
+            let served = builder
+                .build()
+                .map_err(|e| e.to_string())
+                .and_then(|server| runtime.block_on(server.serve()).map_err(|e| e.to_string()));
             if served.is_ok() {
                 // Stopped by a signal, the shutdown timeout spent: a
                 // transform still running on the pool cannot be joined, so
@@ -353,17 +355,6 @@ fn main() -> ExitCode {
             eprintln!("axle: {message}");
             ExitCode::FAILURE
         }
-    }
-}
-
-/// The `[limits]` of the site configuration `serve` will load, if it
-/// loads (if not, `serve` reports why).
-fn file_limits(config: &mut ServeConfig, site_file: Option<&Path>) {
-    let Some(path) = axle::http::site_config_path(&config.root, site_file) else {
-        return;
-    };
-    if let Ok(site) = axle::site::SiteConfig::load(&path, Registry::default()) {
-        site.limits().apply(&mut config.http, &mut config.render);
     }
 }
 

@@ -306,6 +306,21 @@ impl SiteConfig {
         })
     }
 
+    /// Mounts a dynamic source at its prefix, as a location's `provider`
+    /// would; at the same prefix, a mount wins over the file's `provider`
+    /// (the file's other settings there still apply).
+    pub fn mount(&mut self, mount: crate::dynamic::Mount) {
+        self.sections.push(validate::ValidSection::mounted(mount));
+        // Stable: a mount stays after the file's section of its prefix.
+        self.sections.sort_by(|a, b| {
+            a.prefix
+                .len()
+                .cmp(&b.prefix.len())
+                .then(a.prefix.cmp(&b.prefix))
+        });
+        self.merged = Arc::default();
+    }
+
     /// The merged location for a request path (percent-encoded URL path).
     pub fn location(&self, url_path: &str) -> Arc<Location> {
         // The matching sections, on the stack for up to STACK of them (this

@@ -19,7 +19,8 @@ mod serve;
 pub use choose::{Chosen, choose};
 pub use conn::{ConnLimits, HttpService};
 pub use error::HttpError;
-pub use serve::{CONFIG_FILE, serve, serve_with, site_config_path};
+pub use serve::{CONFIG_FILE, serve_app, site_config_path};
+pub(crate) use serve::{refuse_servable_config, warn_about_references};
 
 use hot::{etag_matches, hot_key, hot_response, hot_wire};
 use params::{form_body, pairs, params};
@@ -54,6 +55,9 @@ pub struct App {
     /// Connection and request limits, and the count of connections served
     /// (shared by every I/O thread's listener).
     limits: ConnLimits,
+    /// Dynamic sources mounted through the builder: mounted again on every
+    /// reload of the configuration file.
+    mounts: Vec<crate::dynamic::Mount>,
 }
 
 impl App {
@@ -70,11 +74,26 @@ impl App {
         registry: Registry,
         site: SiteConfig,
     ) -> std::io::Result<Arc<App>> {
+        Self::with_mounts(config, registry, site, Vec::new())
+    }
+
+    /// The same with dynamic sources mounted over the site configuration
+    /// (kept across reloads).
+    pub fn with_mounts(
+        config: &ServeConfig,
+        registry: Registry,
+        mut site: SiteConfig,
+        mounts: Vec<crate::dynamic::Mount>,
+    ) -> std::io::Result<Arc<App>> {
+        for mount in &mounts {
+            site.mount(mount.clone());
+        }
         Ok(Arc::new(App {
             pipeline: Pipeline::new(config, registry.clone())?,
             registry,
             site: RwLock::new(Arc::new(site)),
             limits: ConnLimits::new(config.http),
+            mounts,
         }))
     }
 
@@ -98,7 +117,10 @@ impl App {
             return Ok(());
         };
         let root = self.pipeline.provider().root();
-        let fresh = SiteConfig::load_in(path, self.registry.clone(), root)?;
+        let mut fresh = SiteConfig::load_in(path, self.registry.clone(), root)?;
+        for mount in &self.mounts {
+            fresh.mount(mount.clone());
+        }
         match self.site.write() {
             Ok(mut s) => *s = Arc::new(fresh),
             Err(poisoned) => *poisoned.into_inner() = Arc::new(fresh),

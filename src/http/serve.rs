@@ -12,7 +12,6 @@ use std::sync::Arc;
 
 use super::{App, serve_on};
 use crate::config::ServeConfig;
-use crate::language::Registry;
 use crate::site::SiteConfig;
 
 /// The configuration file to use: `explicit`, else `axle.toml` in the root
@@ -31,7 +30,7 @@ pub const CONFIG_FILE: &str = crate::provider::SITE_CONFIG_NAME;
 /// Refuses a configuration file inside the root under another name: it
 /// could be read as a document. (`axle.toml`, the default name, is never
 /// served.)
-fn refuse_servable_config(root: &Path, path: &Path) -> std::io::Result<()> {
+pub(crate) fn refuse_servable_config(root: &Path, path: &Path) -> std::io::Result<()> {
     let (Ok(root), Ok(file)) = (root.canonicalize(), path.canonicalize()) else {
         return Ok(()); // loading it reports a missing file
     };
@@ -48,18 +47,23 @@ fn refuse_servable_config(root: &Path, path: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Binds `config.listen` and serves until Ctrl-C or SIGTERM; SIGHUP reloads
-/// the site configuration (a broken one is reported and the old one kept).
-/// After the signal, every listener stops accepting at once and requests
-/// being answered get `config.http.shutdown_timeout`; whatever is still
-/// open then is cut and this returns. A transform still running on the
-/// pool is not waited for (it cannot be cut short from here): the caller
-/// ends the process (`axle serve` exits 0).
-pub async fn serve(config: &ServeConfig, registry: Registry) -> std::io::Result<()> {
-    serve_with(config, registry, None).await
+/// A site configuration file's problems that do not stop a server: the
+/// stylesheets it names that cannot be used now (they may be deployed
+/// later; `axle check` refuses them).
+pub(crate) fn warn_about_references(site: &SiteConfig, root: &Path) {
+    for problem in site.check_references(root) {
+        tracing::warn!(%problem, "the configuration names a stylesheet that cannot be used");
+    }
 }
 
-/// [`serve`] with an explicit configuration file.
+/// Serves `app` (made with `config`) on `config.listen` until Ctrl-C or
+/// SIGTERM; SIGHUP reloads the site configuration (a broken one is
+/// reported and the old one kept). After the signal, every listener stops
+/// accepting at once and requests being answered get
+/// `config.http.shutdown_timeout`; whatever is still open then is cut and
+/// this returns. A transform still running on the pool is not waited for
+/// (it cannot be cut short from here): the caller ends the process (`axle
+/// serve` exits 0). [`crate::Server`] is the usual way in.
 ///
 /// Connections are served thread-per-core: the calling runtime serves one
 /// listener, and `config.io_threads - 1` more threads each run a
@@ -70,26 +74,8 @@ pub async fn serve(config: &ServeConfig, registry: Registry) -> std::io::Result<
 /// scheduler's LIFO slot let a few connections starve the rest: p99 at
 /// 1,000 connections went from ~160 ms to ~23 ms). Transforms run on the
 /// pipeline's own thread pool either way.
-pub async fn serve_with(
-    config: &ServeConfig,
-    registry: Registry,
-    site_file: Option<&Path>,
-) -> std::io::Result<()> {
-    let site = match site_config_path(&config.root, site_file) {
-        Some(path) => {
-            refuse_servable_config(&config.root, &path)?;
-            SiteConfig::load_in(&path, registry.clone(), &config.root)
-                .map_err(std::io::Error::other)?
-        }
-        None => SiteConfig::defaults(registry.clone()),
-    };
-    // A stylesheet the configuration names may be deployed later: say so,
-    // but serve (`axle check` refuses it).
-    for problem in site.check_references(&config.root) {
-        tracing::warn!(%problem, "the configuration names a stylesheet that cannot be used");
-    }
+pub async fn serve_app(app: Arc<App>, config: &ServeConfig) -> std::io::Result<()> {
     raise_open_files_limit();
-    let app = App::with_site(config, registry, site)?;
     let listener = first_listener(config.listen, config.reuse_port)?;
     let addr: SocketAddr = listener.local_addr()?;
     let threads = io_threads(config.io_threads);

@@ -41,6 +41,25 @@ pub(super) struct ValidSection {
     pub(super) source: Option<Option<crate::dynamic::Mount>>,
 }
 
+impl ValidSection {
+    /// A section that sets nothing but a dynamic source (one mounted
+    /// through the server builder).
+    pub(super) fn mounted(mount: crate::dynamic::Mount) -> ValidSection {
+        ValidSection {
+            prefix: mount.prefix.clone(),
+            raw: Section::default(),
+            processors: Vec::new(),
+            ua_styles: None,
+            media_rules: None,
+            types: None,
+            error_stylesheet: None,
+            output_charset: None,
+            references: Vec::new(),
+            source: Some(Some(mount)),
+        }
+    }
+}
+
 /// Where errors in one section are: the file, its text and keys, and the
 /// section's own key (`location."/docs"`).
 pub(super) struct Here<'a> {
