@@ -14,6 +14,7 @@
 //! - [`pool`]: the transform threads (16 MiB stacks).
 //! - [`http`]: the axum server; error mapping.
 //! - [`config`]: start-up settings.
+//! - [`upstream`]: the HTTP client behind the `upstream` source provider.
 //!
 //! See `docs/ARCHITECTURE.md` for invariants and boundaries.
 #![deny(unsafe_code)]
@@ -32,6 +33,7 @@ pub mod pool;
 pub mod prolog;
 pub mod provider;
 pub mod site;
+pub mod upstream;
 
 pub use config::{CacheMode, ServeConfig};
 pub use language::{Language, Registry, Stage};
