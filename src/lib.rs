@@ -16,6 +16,7 @@
 //! - [`http`]: the axum server; error mapping.
 //! - [`config`]: start-up settings.
 //! - [`server`]: the server builder, the public extension API ([`Server::builder`]).
+//! - [`upstream`]: the HTTP client behind the `upstream` source provider.
 //!
 //! See `docs/ARCHITECTURE.md` for invariants and boundaries.
 #![deny(unsafe_code)]
@@ -36,6 +37,7 @@ pub mod prolog;
 pub mod provider;
 pub mod server;
 pub mod site;
+pub mod upstream;
 
 pub use config::{CacheMode, ServeConfig};
 pub use language::{Language, Registry, Stage};

@@ -54,6 +54,10 @@ const LAYERS: &[(&str, &[&str])] = &[
     // fills in, so `site` uses them) and the pool.
     ("config", &["ffi"]),
     ("pool", &[]),
+    // The upstream fetcher (issue #24) decides alone which host is
+    // contacted, so it stands on nothing: no provider, site or server
+    // code can reach into it, and it into them.
+    ("upstream", &[]),
     (
         "pipeline",
         &[
