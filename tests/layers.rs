@@ -44,10 +44,14 @@ const LAYERS: &[(&str, &[&str])] = &[
         "chain",
         &["language", "href", "provider", "cache", "ffi", "prolog"],
     ),
+    // Dynamic sources (issue #24): a program's output, an upstream's
+    // answer, a request body; below `site`, which mounts them.
+    ("dynamic", &["config", "exec", "upstream", "cache", "ffi", "prolog"]),
     (
         "site",
         &[
-            "config", "chain", "language", "href", "provider", "cache", "ffi", "prolog",
+            "dynamic", "config", "chain", "language", "href", "provider", "cache", "ffi", "prolog",
+            "exec",
         ],
     ),
     // Leaves: the start-up settings (also what `axle.toml`'s `[limits]`
@@ -68,14 +72,22 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "http",
         &[
-            "pipeline", "config", "pool", "site", "chain", "language", "href", "provider", "cache",
-            "ffi", "prolog",
+            "dynamic", "pipeline", "config", "pool", "site", "chain", "language", "href",
+            "provider", "cache", "ffi", "prolog",
+        ],
+    ),
+    // The builder: everything a server is made of.
+    (
+        "server",
+        &[
+            "http", "dynamic", "pipeline", "config", "pool", "site", "chain", "language", "href",
+            "provider", "cache", "ffi", "prolog",
         ],
     ),
 ];
 
 /// Modules that may be missing from `lib.rs` (being added elsewhere).
-const OPTIONAL: &[&str] = &["href"];
+const OPTIONAL: &[&str] = &["href", "exec"];
 
 fn allowed(from: &str) -> Option<&'static [&'static str]> {
     LAYERS
