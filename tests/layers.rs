@@ -46,12 +46,15 @@ const LAYERS: &[(&str, &[&str])] = &[
     ),
     // Dynamic sources (issue #24): a program's output, an upstream's
     // answer, a request body; below `site`, which mounts them.
-    ("dynamic", &["config", "exec", "upstream", "cache", "ffi", "prolog"]),
+    (
+        "dynamic",
+        &["config", "exec", "upstream", "cache", "ffi", "prolog"],
+    ),
     (
         "site",
         &[
             "dynamic", "config", "chain", "language", "href", "provider", "cache", "ffi", "prolog",
-            "exec",
+            "exec", "upstream",
         ],
     ),
     // Leaves: the start-up settings (also what `axle.toml`'s `[limits]`

@@ -19,9 +19,11 @@
 
 mod memo;
 mod post;
+mod upstream;
 
 pub use memo::Memoized;
 pub use post::{PostConfig, PostSource};
+pub use upstream::UpstreamSource;
 
 use std::future::Future;
 use std::pin::Pin;

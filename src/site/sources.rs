@@ -9,8 +9,13 @@ use std::sync::Arc;
 use super::ConfigError;
 use super::format::ProviderFormat;
 use super::validate::Here;
-use crate::config::parse_size;
-use crate::dynamic::{Cacheability, DynamicProvider, Mount, PostConfig, PostSource};
+use std::time::Duration;
+
+use crate::config::{parse_duration, parse_size};
+use crate::dynamic::{
+    Cacheability, DynamicProvider, Memoized, Mount, PostConfig, PostSource, UpstreamSource,
+};
+use crate::upstream::UpstreamConfig;
 
 /// The provider types and the keys each takes (besides `type`).
 const TYPES: &[(&str, &[&str])] = &[
@@ -105,6 +110,11 @@ pub(super) fn mount(
             .map(|t| parse_size(t).map_err(|e| here.err(&key(k), e)))
             .transpose()
     };
+    let duration = |k: &str, v: &Option<String>| -> Result<Option<Duration>, ConfigError> {
+        v.as_deref()
+            .map(|t| parse_duration(t).map_err(|e| here.err(&key(k), e)))
+            .transpose()
+    };
     let (provider, client_document): (Arc<dyn DynamicProvider>, bool) = match p.r#type.as_str() {
         "files" => return Ok(None),
         "post" => {
@@ -121,6 +131,35 @@ pub(super) fn mount(
             }
             (Arc::new(PostSource::new(config)), true)
         }
+        "upstream" => {
+            let Some(url) = &p.url else {
+                return Err(here.err(
+                    &key("url"),
+                    "an upstream provider needs a url (\"http://host:port{path}\")",
+                ));
+            };
+            let mut config = UpstreamConfig::new(url.clone());
+            if let Some(t) = duration("timeout", &p.timeout)? {
+                config.timeout = t;
+            }
+            config.connect_timeout = duration("connect-timeout", &p.connect_timeout)?;
+            if let Some(max) = size("max-size", &p.max_size)? {
+                config.max_size = max;
+            }
+            if let Some(h) = &p.headers {
+                config.headers = h.clone();
+            }
+            let cache = cache.unwrap_or(Cacheability::Validated);
+            let source = UpstreamSource::new(config, cache).map_err(|e| {
+                let at = if e.contains("header") {
+                    "headers"
+                } else {
+                    "url"
+                };
+                here.err(&key(at), e)
+            })?;
+            (memoized(Arc::new(source), cache), false)
+        }
         other => {
             let _ = root;
             return Err(here.err(&key("type"), format!("{other}: not built yet")));
@@ -131,4 +170,15 @@ pub(super) fn mount(
         provider,
         client_document,
     }))
+}
+
+/// Bytes of answers a source with a time-to-live keeps.
+const MEMO_BUDGET: u64 = 64 << 20;
+
+/// `source`, answered from memory for its time-to-live when it has one.
+fn memoized(source: Arc<dyn DynamicProvider>, cache: Cacheability) -> Arc<dyn DynamicProvider> {
+    match cache {
+        Cacheability::Ttl(ttl) => Arc::new(Memoized::new(source, ttl, MEMO_BUDGET)),
+        _ => source,
+    }
 }

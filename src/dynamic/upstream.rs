@@ -1,0 +1,93 @@
+//! The `upstream` source: the document is fetched from a configured
+//! backend ([`crate::upstream::Upstream`], which alone decides what is
+//! contacted), the request's path below the mount put into its URL
+//! template. Cacheability follows the upstream (`cache = "validated"`, the
+//! default: an answer with an `ETag` or a `max-age` may be cached, and is
+//! revalidated or reused as it says), or is forced: `"none"` (fetched every
+//! time, never cached) or a time-to-live ([`super::Memoized`]).
+
+use http::StatusCode;
+
+use super::{BoxFuture, Cacheability, DynamicProvider, Produced, SourceError, SourceRequest};
+use crate::upstream::{Upstream, UpstreamConfig, UpstreamError};
+
+/// A document fetched from an upstream for each request.
+#[derive(Debug)]
+pub struct UpstreamSource {
+    upstream: Upstream,
+    cache: Cacheability,
+}
+
+impl UpstreamSource {
+    /// A source fetching through `config`, cached as `cache` says (with
+    /// `Cacheability::Uncacheable`, the upstream's own memo is off too:
+    /// every request is a fetch). A TTL is applied by wrapping this in
+    /// [`super::Memoized`].
+    pub fn new(mut config: UpstreamConfig, cache: Cacheability) -> Result<UpstreamSource, String> {
+        if cache == Cacheability::Uncacheable {
+            config.memo_size = 0;
+        }
+        let upstream = Upstream::new(config).map_err(|e| e.to_string())?;
+        Ok(UpstreamSource { upstream, cache })
+    }
+}
+
+impl DynamicProvider for UpstreamSource {
+    fn describe(&self) -> String {
+        "upstream".to_string()
+    }
+
+    fn memo_key(&self, request: &SourceRequest) -> Option<Vec<u8>> {
+        let mut key = Vec::new();
+        for part in [
+            request.path_below.as_str(),
+            request.query.as_deref().unwrap_or(""),
+        ] {
+            key.extend_from_slice(&(part.len() as u64).to_le_bytes());
+            key.extend_from_slice(part.as_bytes());
+        }
+        for name in &self.upstream.config().headers {
+            let value = request.headers.get(name.as_str()).map(|v| v.as_bytes());
+            key.extend_from_slice(&(value.map_or(u64::MAX, |v| v.len() as u64)).to_le_bytes());
+            key.extend_from_slice(value.unwrap_or_default());
+        }
+        Some(key)
+    }
+
+    fn produce<'a>(
+        &'a self,
+        request: &'a SourceRequest,
+    ) -> BoxFuture<'a, Result<Produced, SourceError>> {
+        Box::pin(async move {
+            let fetched = self
+                .upstream
+                .fetch(
+                    &request.path_below,
+                    request.query.as_deref(),
+                    &request.headers,
+                )
+                .await
+                .map_err(|e| source_error(&e))?;
+            let cacheable = match self.cache {
+                Cacheability::Validated => fetched.cacheable,
+                Cacheability::Ttl(_) => true,
+                Cacheability::Uncacheable => false,
+            };
+            Ok(Produced {
+                bytes: fetched.body,
+                cacheable,
+            })
+        })
+    }
+}
+
+/// The upstream's failure as the source's: its status decides.
+fn source_error(e: &UpstreamError) -> SourceError {
+    let message = format!("upstream: {e}");
+    match e.status() {
+        StatusCode::BAD_REQUEST => SourceError::BadRequest(message),
+        StatusCode::NOT_FOUND => SourceError::NotFound(message),
+        StatusCode::GATEWAY_TIMEOUT => SourceError::Timeout(message),
+        _ => SourceError::Failed(message),
+    }
+}
