@@ -4,7 +4,7 @@
 
   Input: the page vocabulary, produced by page.xsl, article.xsl or listing.xsl:
 
-    page @nav (home|articles|trivial|custom|formats|styles|nested) @lang
+    page @nav (home|articles|trivial|custom|formats|styles|nested|dynamic) @lang
       title, subtitle?, byline? (author?, date?), lead?, toc?,
       then blocks and section* (section @id; title @number?; blocks; section*)
     blocks: para @class?, list @type=ordered|bullet (item*), pre, note, quote @source
@@ -124,6 +124,11 @@
               <xsl:with-param name="key" select="'nested'"/>
               <xsl:with-param name="href" select="'/nested/'"/>
               <xsl:with-param name="label" select="'Nested locations'"/>
+            </xsl:call-template>
+            <xsl:call-template name="nav-item">
+              <xsl:with-param name="key" select="'dynamic'"/>
+              <xsl:with-param name="href" select="'/dynamic/'"/>
+              <xsl:with-param name="label" select="'Dynamic sources'"/>
             </xsl:call-template>
           </ul>
         </nav>

@@ -17,10 +17,12 @@
 //! environment variable, a path substituted into a configured URL), never
 //! as a program, an argument or a host.
 
+mod command;
 mod memo;
 mod post;
 mod upstream;
 
+pub use command::{CommandConfig, CommandSource};
 pub use memo::Memoized;
 pub use post::{PostConfig, PostSource};
 pub use upstream::UpstreamSource;

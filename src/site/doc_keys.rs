@@ -299,10 +299,12 @@ fn the_recorder_finds_every_struct_and_its_keys() {
         places,
         [
             "axle.toml",
+            "filter.\"PREFIX\"",
             "limits",
             "location.\"PREFIX\"",
             "location.\"PREFIX\".media-rules[]",
             "location.\"PREFIX\".processor[]",
+            "location.\"PREFIX\".provider",
             "location.\"PREFIX\".user-agent-styles[]",
         ]
     );

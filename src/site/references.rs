@@ -23,7 +23,9 @@ pub(super) struct Reference {
 
 impl SiteConfig {
     /// Every processor `href` and `error-stylesheet` that does not name an
-    /// existing file under `root`, one error each (empty: all are there).
+    /// existing file under `root`, and every program (a `command` source,
+    /// a filter) that cannot be run, one error each (empty: all are
+    /// there).
     ///
     /// Hrefs resolve as the chain resolves them: against the document's
     /// URL path, confined to the root (no `..` above it, no symlink out of
@@ -47,6 +49,7 @@ impl SiteConfig {
         let fingerprints = Fingerprints::new(64);
         let mut errors = Vec::new();
         for section in &self.sections {
+            errors.extend(section.problems.iter().cloned());
             for r in &section.references {
                 if let Err(message) = check(&root, &section.prefix, &r.href, &fingerprints) {
                     errors.push(ConfigError {

@@ -13,7 +13,8 @@ use std::time::Duration;
 
 use crate::config::{parse_duration, parse_size};
 use crate::dynamic::{
-    Cacheability, DynamicProvider, Memoized, Mount, PostConfig, PostSource, UpstreamSource,
+    BoxFuture, Cacheability, CommandConfig, CommandSource, DynamicProvider, Memoized, Mount,
+    PostConfig, PostSource, Produced, SourceError, SourceRequest, UpstreamSource,
 };
 use crate::upstream::UpstreamConfig;
 
@@ -71,12 +72,14 @@ fn keys_set(p: &ProviderFormat) -> Vec<&'static str> {
 }
 
 /// The mount a section's `provider` makes (`None`: `type = "files"`, the
-/// file tree). Programs run in `root`.
+/// file tree). Programs run in `root`; one that cannot be run is mounted
+/// as [`Unavailable`] and its problem added to `problems`.
 pub(super) fn mount(
     prefix: &str,
     p: &ProviderFormat,
     root: &Path,
     here: &Here<'_>,
+    problems: &mut Vec<ConfigError>,
 ) -> Result<Option<Mount>, ConfigError> {
     let key = |k: &str| format!("provider.{k}");
     let Some((_, allowed)) = TYPES.iter().find(|(t, _)| *t == p.r#type) else {
@@ -131,6 +134,61 @@ pub(super) fn mount(
             }
             (Arc::new(PostSource::new(config)), true)
         }
+        "command" => {
+            let argv = p.argv.clone().unwrap_or_default();
+            if argv.is_empty() || argv[0].is_empty() {
+                return Err(here.err(
+                    &key("argv"),
+                    "a command provider needs argv: the program and its arguments, e.g. [\"python3\", \"live.py\"] (never run through a shell)",
+                ));
+            }
+            let mut config = CommandConfig::new(argv);
+            if let Some(v) = &p.env {
+                config.env = v.clone();
+            }
+            if let Some(v) = &p.headers {
+                config.headers = v.clone();
+            }
+            if let Some(t) = duration("timeout", &p.timeout)? {
+                config.timeout = t;
+            }
+            if let Some(max) = size("max-size", &p.max_size)? {
+                config.max_size = max;
+            }
+            if let Some(max) = size("max-body", &p.max_body)? {
+                config.max_body = max;
+            }
+            if let Some(n) = p.max_concurrent {
+                if n == 0 {
+                    return Err(here.err(&key("max-concurrent"), "at least one run must be allowed"));
+                }
+                config.max_concurrent = n;
+            }
+            if let Some(n) = p.max_queue {
+                config.max_queue = n;
+            }
+            let cache = cache.unwrap_or(Cacheability::Uncacheable);
+            if cache == Cacheability::Validated {
+                return Err(here.err(
+                    &key("cache"),
+                    "a program's output has no validator: cache is \"none\" or a duration",
+                ));
+            }
+            config.cache = cache;
+            let describe = format!("command {}", config.argv.join(" "));
+            match CommandSource::new(config, root) {
+                Ok(source) => (memoized(Arc::new(source), cache), false),
+                Err(reason) => {
+                    // A program installed later (or on the next machine)
+                    // should not keep the site from starting: its pages
+                    // answer 502 meanwhile, and `axle check` refuses it.
+                    let problem = here.err(&key("argv"), reason.clone());
+                    tracing::warn!(%problem, "the configuration names a program that cannot be run");
+                    problems.push(problem);
+                    (Arc::new(Unavailable { describe, reason }) as Arc<dyn DynamicProvider>, false)
+                }
+            }
+        }
         "upstream" => {
             let Some(url) = &p.url else {
                 return Err(here.err(
@@ -161,8 +219,7 @@ pub(super) fn mount(
             (memoized(Arc::new(source), cache), false)
         }
         other => {
-            let _ = root;
-            return Err(here.err(&key("type"), format!("{other}: not built yet")));
+            return Err(here.err(&key("type"), format!("unknown provider type {other:?}")));
         }
     };
     Ok(Some(Mount {
@@ -180,5 +237,25 @@ fn memoized(source: Arc<dyn DynamicProvider>, cache: Cacheability) -> Arc<dyn Dy
     match cache {
         Cacheability::Ttl(ttl) => Arc::new(Memoized::new(source, ttl, MEMO_BUDGET)),
         _ => source,
+    }
+}
+
+/// A source whose program cannot be run (not installed, not executable):
+/// every request is a 502 naming why.
+struct Unavailable {
+    describe: String,
+    reason: String,
+}
+
+impl DynamicProvider for Unavailable {
+    fn describe(&self) -> String {
+        self.describe.clone()
+    }
+
+    fn produce<'a>(
+        &'a self,
+        _: &'a SourceRequest,
+    ) -> BoxFuture<'a, Result<Produced, SourceError>> {
+        Box::pin(async move { Err(SourceError::Failed(self.reason.clone())) })
     }
 }

@@ -39,6 +39,9 @@ pub(super) struct ValidSection {
     /// Its `provider`: `Some(None)` for `type = "files"` (the file tree,
     /// undoing an outer section's source).
     pub(super) source: Option<Option<crate::dynamic::Mount>>,
+    /// Problems that do not stop the site (a program that cannot be run
+    /// yet): warned about at start, refused by `axle check`.
+    pub(super) problems: Vec<ConfigError>,
 }
 
 impl ValidSection {
@@ -56,6 +59,7 @@ impl ValidSection {
             output_charset: None,
             references: Vec::new(),
             source: Some(Some(mount)),
+            problems: Vec::new(),
         }
     }
 }
@@ -333,8 +337,9 @@ pub(super) fn validate(
     if let Some(sheet) = &error_stylesheet {
         names("error-stylesheet".into(), &sheet.href);
     }
+    let mut problems = Vec::new();
     let source = match &raw.provider {
-        Some(p) => Some(super::sources::mount(&prefix, p, root, here)?),
+        Some(p) => Some(super::sources::mount(&prefix, p, root, here, &mut problems)?),
         None => None,
     };
     Ok(ValidSection {
@@ -348,5 +353,6 @@ pub(super) fn validate(
         output_charset,
         references,
         source,
+        problems,
     })
 }
