@@ -37,35 +37,42 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("prolog", &[]),
     ("ffi", &["prolog"]),
     ("cache", &["ffi", "prolog"]),
-    ("provider", &["cache", "ffi", "prolog"]),
+    ("provider", &["exec", "cache", "ffi", "prolog"]),
     ("href", &["cache", "ffi", "prolog"]),
-    ("language", &["href", "provider", "cache", "ffi", "prolog"]),
+    (
+        "language",
+        &["exec", "href", "provider", "cache", "ffi", "prolog"],
+    ),
     (
         "chain",
-        &["language", "href", "provider", "cache", "ffi", "prolog"],
+        &[
+            "language", "exec", "href", "provider", "cache", "ffi", "prolog",
+        ],
     ),
     (
         "site",
         &[
-            "config", "chain", "language", "href", "provider", "cache", "ffi", "prolog",
+            "config", "chain", "language", "exec", "href", "provider", "cache", "ffi", "prolog",
         ],
     ),
     // Leaves: the start-up settings (also what `axle.toml`'s `[limits]`
-    // fills in, so `site` uses them) and the pool.
+    // fills in, so `site` uses them), the pool, and the runner of
+    // configured programs (filters, command sources).
     ("config", &["ffi"]),
     ("pool", &[]),
+    ("exec", &[]),
     (
         "pipeline",
         &[
-            "config", "pool", "site", "chain", "language", "href", "provider", "cache", "ffi",
-            "prolog",
+            "config", "pool", "exec", "site", "chain", "language", "href", "provider", "cache",
+            "ffi", "prolog",
         ],
     ),
     (
         "http",
         &[
-            "pipeline", "config", "pool", "site", "chain", "language", "href", "provider", "cache",
-            "ffi", "prolog",
+            "pipeline", "config", "pool", "exec", "site", "chain", "language", "href", "provider",
+            "cache", "ffi", "prolog",
         ],
     ),
 ];
