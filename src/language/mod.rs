@@ -5,17 +5,20 @@
 //! for many documents, on several threads at once. A stage takes its input as
 //! a tree or as bytes ([`StageData`]) and returns either; the pipeline makes
 //! sure the hand-off never changes the final bytes. The [`Registry`] maps
-//! stylesheet MIME types to Languages.
+//! stylesheet MIME types to Languages. Besides XSLT and passthru, a
+//! [`FilterLanguage`] runs a configured external command as a stage.
 //!
 //! Writing a Language: implement [`Language::compile`] and [`Stage::run`],
 //! register it with [`Registry::register`] under a MIME type, and name that
 //! type in a document's `<?xml-stylesheet type="..." href="..."?>`. See
 //! `examples/custom_language.rs`.
 
+mod filter;
 mod passthru;
 mod registry;
 mod xslt;
 
+pub use filter::{FilterConfig, FilterError, FilterLanguage};
 pub use passthru::Passthru;
 pub use registry::{Registry, RegistryError};
 pub use xslt::Xslt;
