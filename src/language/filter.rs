@@ -59,10 +59,6 @@ use crate::cache::{ContentHash, Dep, KeyBuilder};
 use crate::exec::{Concurrency, ExecError, Program};
 use crate::provider::RootResolver;
 
-/// The Content-Type of a filter's output as the last stage when none is
-/// configured: XML.
-pub const XML_CONTENT_TYPE: &str = "text/xml; charset=UTF-8";
-
 /// Most characters of a filter's stderr in one log event.
 const LOGGED_STDERR: usize = 2000;
 
@@ -89,7 +85,7 @@ pub struct FilterConfig {
     /// changes in a way its files do not show.
     pub version_file: Option<PathBuf>,
     /// The response's Content-Type when the filter is the last stage
-    /// (`None`: [`XML_CONTENT_TYPE`]).
+    /// (`None`: [`FilterConfig::DEFAULT_CONTENT_TYPE`]).
     pub content_type: Option<String>,
     /// May its output be cached ([`Stage::cacheable`])?
     pub cacheable: bool,
@@ -104,6 +100,9 @@ impl FilterConfig {
     pub const DEFAULT_MAX_QUEUE: usize = 64;
     /// Default `env`.
     pub const DEFAULT_ENV: [&'static str; 4] = ["PATH", "LANG", "LC_ALL", "TZ"];
+    /// The Content-Type of the output as the last stage when none is
+    /// configured: XML.
+    pub const DEFAULT_CONTENT_TYPE: &'static str = "text/xml; charset=UTF-8";
 
     /// A filter for `mime` running `argv`, everything else by default.
     pub fn new(mime: impl Into<String>, argv: Vec<String>) -> FilterConfig {
@@ -467,7 +466,7 @@ impl Stage for FilterStage {
             shared
                 .content_type
                 .clone()
-                .unwrap_or_else(|| XML_CONTENT_TYPE.to_string())
+                .unwrap_or_else(|| FilterConfig::DEFAULT_CONTENT_TYPE.to_string())
         });
         Ok(StageOutput {
             data: StageData::Bytes(output.stdout),
@@ -572,7 +571,10 @@ mod tests {
         assert_eq!(text(&middle), "<A>HI</A>");
         assert_eq!(middle.content_type, None);
         let last = site.run(&stage, "<a>hi</a>", &[], true).unwrap();
-        assert_eq!(last.content_type.as_deref(), Some(XML_CONTENT_TYPE));
+        assert_eq!(
+            last.content_type.as_deref(),
+            Some(FilterConfig::DEFAULT_CONTENT_TYPE)
+        );
 
         let mut config = FilterConfig::new("Application/X-Plain; q=1", argv(&["cat"]));
         config.content_type = Some("text/plain; charset=UTF-8".into());
