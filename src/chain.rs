@@ -40,7 +40,9 @@ pub struct StageSpec {
     pub href: String,
     /// The Language that runs it.
     pub language: Arc<dyn Language>,
-    /// The stylesheet (resource) it names, confined to the root.
+    /// The stylesheet (resource) it names, confined to the root (for a
+    /// Language whose resource is optional, possibly a
+    /// [missing](ConfinedPath::is_missing) one).
     pub resource: ConfinedPath,
     /// For `href="#id"`: the ID of the stylesheet element embedded in the
     /// document (then `resource` is the document itself).
@@ -330,7 +332,14 @@ fn build(
                 document: err_doc(),
             });
         };
-        let resource = match files.confine(&url) {
+        // A Language whose resource is optional (a filter) takes an href
+        // naming no file: the stage then depends on its absence.
+        let confined = if language.resource_optional() {
+            files.confine_optional(&url)
+        } else {
+            files.confine(&url)
+        };
+        let resource = match confined {
             Ok(p) => p,
             Err(ProviderError::NotFound(_)) => {
                 return Err(ChainError::Missing {

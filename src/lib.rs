@@ -13,6 +13,7 @@
 //! - [`cache`]: content hashes, keys, stat-memoized freshness, the store.
 //! - [`pipeline`]: runs chains in the three cache modes; no HTTP.
 //! - [`pool`]: the transform threads (16 MiB stacks).
+//! - [`exec`]: runs configured programs (filters, command sources), bounded.
 //! - [`http`]: the axum server; error mapping.
 //! - [`config`]: start-up settings.
 //! - [`server`]: the server builder, the public extension API ([`Server::builder`]).
@@ -27,6 +28,7 @@ pub mod cache;
 pub mod chain;
 pub mod config;
 pub mod dynamic;
+pub mod exec;
 pub mod ffi;
 pub mod href;
 pub mod http;

@@ -34,6 +34,7 @@ pub struct ConfigError {
     pub message: String,
 }
 
+mod filters;
 mod format;
 mod limits;
 mod references;
@@ -195,6 +196,9 @@ pub struct SiteConfig {
     /// Merged locations by the sections they merge (prefix chains, so few;
     /// a map, not a cache: this is read on every request).
     merged: Arc<RwLock<MergedMemo>>,
+    /// Problems that do not stop the site (a filter's program that cannot
+    /// be run yet): warned about at load, refused by `axle check`.
+    problems: Vec<ConfigError>,
 }
 
 impl SiteConfig {
@@ -206,6 +210,7 @@ impl SiteConfig {
             source: None,
             limits: LimitSettings::default(),
             merged: Arc::default(),
+            problems: Vec::new(),
         }
     }
 
@@ -262,12 +267,23 @@ impl SiteConfig {
     pub fn parse_in(
         text: &str,
         file: &Path,
-        registry: Registry,
+        mut registry: Registry,
         root: &Path,
     ) -> Result<SiteConfig, ConfigError> {
         let spans = Spans::parse(text);
         let format: FileFormat =
             toml::from_str(text).map_err(|e| serde_error(file, text, &spans, &e))?;
+        // Filters first: locations may name their types.
+        let mut problems = Vec::new();
+        for (mime, filter) in &format.filter {
+            let here = Here {
+                file,
+                text,
+                spans: &spans,
+                section: join("filter", mime),
+            };
+            filters::register(mime, filter, &mut registry, root, &here, &mut problems)?;
+        }
         let mut sections = Vec::new();
         for (prefix, section) in format.location {
             let here = Here {
@@ -303,6 +319,7 @@ impl SiteConfig {
             limits,
             source: Some(file.to_path_buf()),
             merged: Arc::default(),
+            problems,
         })
     }
 

@@ -37,12 +37,17 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("prolog", &[]),
     ("ffi", &["prolog"]),
     ("cache", &["ffi", "prolog"]),
-    ("provider", &["cache", "ffi", "prolog"]),
+    ("provider", &["exec", "cache", "ffi", "prolog"]),
     ("href", &["cache", "ffi", "prolog"]),
-    ("language", &["href", "provider", "cache", "ffi", "prolog"]),
+    (
+        "language",
+        &["exec", "href", "provider", "cache", "ffi", "prolog"],
+    ),
     (
         "chain",
-        &["language", "href", "provider", "cache", "ffi", "prolog"],
+        &[
+            "language", "exec", "href", "provider", "cache", "ffi", "prolog",
+        ],
     ),
     // Dynamic sources (issue #24): a program's output, an upstream's
     // answer, a request body; below `site`, which mounts them.
@@ -58,24 +63,26 @@ const LAYERS: &[(&str, &[&str])] = &[
         ],
     ),
     // Leaves: the start-up settings (also what `axle.toml`'s `[limits]`
-    // fills in, so `site` uses them) and the pool.
+    // fills in, so `site` uses them), the pool, and the runner of
+    // configured programs (filters, command sources).
     ("config", &["ffi"]),
     ("pool", &[]),
     // The upstream fetcher (issue #24) decides alone which host is
     // contacted, so it stands on nothing: no provider, site or server
     // code can reach into it, and it into them.
     ("upstream", &[]),
+    ("exec", &[]),
     (
         "pipeline",
         &[
-            "config", "pool", "site", "chain", "language", "href", "provider", "cache", "ffi",
-            "prolog",
+            "config", "pool", "exec", "site", "chain", "language", "href", "provider", "cache",
+            "ffi", "prolog",
         ],
     ),
     (
         "http",
         &[
-            "dynamic", "pipeline", "config", "pool", "site", "chain", "language", "href",
+            "dynamic", "pipeline", "config", "pool", "exec", "site", "chain", "language", "href",
             "provider", "cache", "ffi", "prolog",
         ],
     ),
@@ -83,7 +90,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "server",
         &[
-            "http", "dynamic", "pipeline", "config", "pool", "site", "chain", "language", "href",
+            "http", "dynamic", "pipeline", "config", "pool", "exec", "site", "chain", "language", "href",
             "provider", "cache", "ffi", "prolog",
         ],
     ),

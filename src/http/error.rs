@@ -6,6 +6,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use crate::chain::ChainError;
+use crate::language::{ExternalFailure, LanguageError};
 use crate::pipeline::Exceeded;
 use crate::pipeline::PipelineError;
 use crate::provider::ProviderError;
@@ -42,7 +43,10 @@ pub enum HttpError {
         body: bytes::Bytes,
     },
     /// A render refused or stopped by a limit: 503 (busy, with
-    /// `Retry-After`), 504 (past its deadline) or 500 (over a budget).
+    /// `Retry-After`), 504 (past its deadline) or 500 (over a budget); or
+    /// an external filter that failed: 502 (it failed), 504 (its timeout)
+    /// or 503 (all its runs taken, with `Retry-After`). Answered plainly,
+    /// never through an error stylesheet.
     #[error("{title}: {detail}")]
     Limited {
         /// The status.
@@ -105,6 +109,14 @@ impl HttpError {
                 title: "Malformed document",
                 detail: clean(e.to_string()),
             },
+            e @ (PipelineError::Stage {
+                error: LanguageError::External { kind, .. },
+                ..
+            }
+            | PipelineError::Compile {
+                error: LanguageError::External { kind, .. },
+                ..
+            }) => external(kind, clean(e.to_string())),
             e @ PipelineError::Compile { .. } => HttpError::Render {
                 title: "Broken stylesheet",
                 detail: clean(e.to_string()),
@@ -221,6 +233,24 @@ impl HttpError {
             HttpError::Limited { status, .. } | HttpError::Source { status, .. } => *status,
             HttpError::Styled { status, .. } => *status,
         }
+    }
+}
+
+/// An external filter's failure (the detail names the stage, the filter
+/// and the reason; its stderr was logged where it failed and is not here):
+/// like a gateway's upstream, it failed (502), timed out (504) or had no
+/// run free (503, try again in a second).
+fn external(kind: ExternalFailure, detail: String) -> HttpError {
+    let (status, title, retry_after) = match kind {
+        ExternalFailure::Failed => (StatusCode::BAD_GATEWAY, "Filter failed", None),
+        ExternalFailure::Timeout => (StatusCode::GATEWAY_TIMEOUT, "Filter timed out", None),
+        ExternalFailure::Busy => (StatusCode::SERVICE_UNAVAILABLE, "Busy", Some(1)),
+    };
+    HttpError::Limited {
+        status,
+        title,
+        detail,
+        retry_after,
     }
 }
 
@@ -343,7 +373,82 @@ impl IntoResponse for HttpError {
 
 #[cfg(test)]
 mod tests {
-    use super::one_line_reason;
+    use super::*;
+
+    #[test]
+    fn a_filter_s_failure_is_a_gateway_s_answer_naming_stage_filter_and_reason() {
+        let root = std::path::Path::new("/srv/site");
+        let stage = |kind, message: &str| PipelineError::Stage {
+            stage: 2,
+            stylesheet: "/shout.py".into(),
+            error: LanguageError::External {
+                kind,
+                message: message.into(),
+            },
+        };
+        let cases = [
+            (
+                ExternalFailure::Failed,
+                "filter application/x-shout (python3) exited with status 3",
+                502,
+                "Filter failed",
+                None,
+            ),
+            (
+                ExternalFailure::Timeout,
+                "filter application/x-shout (python3) did not finish within 2s",
+                504,
+                "Filter timed out",
+                None,
+            ),
+            (
+                ExternalFailure::Busy,
+                "filter application/x-shout (python3) is busy: no run came free within 2s",
+                503,
+                "Busy",
+                Some(1),
+            ),
+        ];
+        for (kind, message, status, want_title, want_retry) in cases {
+            let e = HttpError::from_pipeline(stage(kind, message), root).summarized();
+            assert_eq!(e.status().as_u16(), status, "{kind:?}");
+            let HttpError::Limited {
+                title,
+                detail,
+                retry_after,
+                ..
+            } = &e
+            else {
+                panic!("{e:?}");
+            };
+            assert_eq!(*title, want_title);
+            assert_eq!(*retry_after, want_retry);
+            assert_eq!(*detail, format!("stage 2 (/shout.py) failed: {message}"));
+        }
+        // A filter that cannot even be compiled (its executable gone).
+        let compile = PipelineError::Compile {
+            stylesheet: "/shout.py".into(),
+            error: LanguageError::External {
+                kind: ExternalFailure::Failed,
+                message: "filter application/x-shout (python3): its executable cannot be read"
+                    .into(),
+            },
+        };
+        assert_eq!(
+            HttpError::from_pipeline(compile, root).status(),
+            StatusCode::BAD_GATEWAY
+        );
+        // Any other stage failure is still the document's 500.
+        let other = PipelineError::Stage {
+            stage: 1,
+            stylesheet: "/s/a.xsl".into(),
+            error: LanguageError::Failed("x".into()),
+        };
+        assert_eq!(
+            HttpError::from_pipeline(other, root).status(),
+            StatusCode::INTERNAL_SERVER_ERROR
+        );
+    }
 
     #[test]
     fn a_reason_is_where_and_what_without_stacks_bytes_or_foreign_advice() {

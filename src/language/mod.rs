@@ -5,17 +5,20 @@
 //! for many documents, on several threads at once. A stage takes its input as
 //! a tree or as bytes ([`StageData`]) and returns either; the pipeline makes
 //! sure the hand-off never changes the final bytes. The [`Registry`] maps
-//! stylesheet MIME types to Languages.
+//! stylesheet MIME types to Languages. Besides XSLT and passthru, a
+//! [`FilterLanguage`] runs a configured external command as a stage.
 //!
 //! Writing a Language: implement [`Language::compile`] and [`Stage::run`],
 //! register it with [`Registry::register`] under a MIME type, and name that
 //! type in a document's `<?xml-stylesheet type="..." href="..."?>`. See
 //! `examples/custom_language.rs`.
 
+mod filter;
 mod passthru;
 mod registry;
 mod xslt;
 
+pub use filter::{FilterConfig, FilterError, FilterLanguage};
 pub use passthru::Passthru;
 pub use registry::{Registry, RegistryError};
 pub use xslt::Xslt;
@@ -25,6 +28,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
+use crate::cache::ContentHash;
 use crate::ffi::{DoctypeIds, Limits, XmlDoc, XmlError};
 use crate::href::resolve_href;
 use crate::prolog::Doctype;
@@ -40,6 +44,26 @@ pub trait Language: Send + Sync + 'static {
     /// that cached results of older versions are not served.
     fn version(&self) -> u32 {
         1
+    }
+
+    /// A hash of this Language's own configuration, for a Language whose
+    /// instances differ in more than their name (a filter's command and
+    /// environment): part of the compiled-stage cache's key and of the
+    /// stage's identity in every cache key, so two instances of one name
+    /// with other settings (a site configuration reloaded with another
+    /// command) never share compiled stages or cached outputs. `None` (the
+    /// default): the name and version say everything.
+    fn config_hash(&self) -> Option<ContentHash> {
+        None
+    }
+
+    /// May a stage of this Language name no file? When its href names
+    /// nothing (or a directory), the stage is then compiled with no bytes
+    /// and [`Resource::missing`] set, and the file's absence is recorded,
+    /// so creating it later compiles the stage again. The default, `false`:
+    /// a PI naming no file is a missing stylesheet (an error).
+    fn resource_optional(&self) -> bool {
+        false
     }
 
     /// Compiles the stage's resource. Everything the compiled stage depends
@@ -82,6 +106,10 @@ pub struct Resource<'a> {
     pub bytes: &'a [u8],
     /// Confined reader for anything else the compile needs (recorded).
     pub resolver: &'a Arc<RootResolver>,
+    /// No file was read: the href names none (or a directory) and the
+    /// Language's resource is optional ([`Language::resource_optional`]);
+    /// `bytes` is empty.
+    pub missing: bool,
 }
 
 impl<'a> Resource<'a> {
@@ -99,7 +127,16 @@ impl<'a> Resource<'a> {
             fragment: None,
             bytes,
             resolver,
+            missing: false,
         }
+    }
+
+    /// The same resource, naming no file (for a Language whose resource is
+    /// optional): no bytes, [`Resource::missing`] set.
+    pub fn as_missing(mut self) -> Self {
+        self.bytes = &[];
+        self.missing = true;
+        self
     }
 
     /// The same resource, naming an embedded element by ID.
@@ -311,9 +348,34 @@ pub enum LanguageError {
         /// What is wrong.
         message: String,
     },
+    /// An external program (a filter) failed. `message` is a one-line
+    /// reason naming the program; what the program wrote to its standard
+    /// error is logged where it failed and is never part of the error (so
+    /// it cannot reach a client).
+    #[error("{message}")]
+    External {
+        /// Which kind of failure (it picks the HTTP status).
+        kind: ExternalFailure,
+        /// The reason, one line, without the program's stderr.
+        message: String,
+    },
     /// Anything else, in words.
     #[error("{0}")]
     Failed(String),
+}
+
+/// How an external program failed ([`LanguageError::External`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ExternalFailure {
+    /// It could not be started, exited non-zero or by a signal, or wrote
+    /// more output than it may (HTTP 502).
+    Failed,
+    /// It did not finish within its timeout (HTTP 504).
+    Timeout,
+    /// Every run of it was taken and its queue full, or no run came free
+    /// in time (HTTP 503 with `Retry-After`).
+    Busy,
 }
 
 #[cfg(test)]

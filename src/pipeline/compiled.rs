@@ -1,7 +1,9 @@
 //! Compiled stages, cached by (Language, resource path) and checked for
 //! freshness on every use: one `stat` per file of the stage's closure (the
 //! stylesheet and everything it imported, included or loaded as a DTD or
-//! entity while compiling). A changed file means a recompile.
+//! entity while compiling). A changed file means a recompile. A Language
+//! whose resource is optional (a filter) may name no file: it is compiled
+//! without one, and the file's absence is part of its closure.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -36,9 +38,22 @@ impl std::fmt::Debug for CompiledStage {
     }
 }
 
+/// A compiled stage's cache key: its Language (name and configuration),
+/// its resource and the embedded stylesheet's ID.
+type Slot = (String, Option<ContentHash>, PathBuf, Option<String>);
+
+fn slot(spec: &StageSpec) -> Slot {
+    (
+        spec.language.name().to_string(),
+        spec.language.config_hash(),
+        spec.resource.as_path().to_path_buf(),
+        spec.fragment.clone(),
+    )
+}
+
 /// The compiled-stage cache.
 pub(crate) struct Compiled {
-    cache: moka::future::Cache<(String, PathBuf, Option<String>), Arc<CompiledStage>>,
+    cache: moka::future::Cache<Slot, Arc<CompiledStage>>,
     fingerprints: Fingerprints,
 }
 
@@ -64,11 +79,7 @@ impl Compiled {
         pool: &Arc<Pool>,
         stats: &Arc<Stats>,
     ) -> Result<Arc<CompiledStage>, PipelineError> {
-        let key = (
-            spec.language.name().to_string(),
-            spec.resource.as_path().to_path_buf(),
-            spec.fragment.clone(),
-        );
+        let key = slot(spec);
         if let Some(c) = self.cache.get(&key).await {
             if self.is_fresh(&c) {
                 return Ok(c);
@@ -120,11 +131,7 @@ impl Compiled {
         stats: &Stats,
         runtime: Option<&tokio::runtime::Handle>,
     ) -> Result<Arc<CompiledStage>, PipelineError> {
-        let key = (
-            spec.language.name().to_string(),
-            spec.resource.as_path().to_path_buf(),
-            spec.fragment.clone(),
-        );
+        let key = slot(spec);
         if let Some(rt) = runtime {
             if let Some(c) = rt.block_on(self.cache.get(&key)) {
                 if self.is_fresh(&c) {
@@ -189,18 +196,31 @@ fn compile_once(
         Some(id) => format!("{}#{id}", spec.resource.rel()),
         None => spec.resource.rel().to_string(),
     };
-    let (bytes, _) = resolver.read_recorded(&spec.resource).map_err(|_| {
-        PipelineError::Chain(crate::chain::ChainError::Missing {
-            href: spec.href.clone(),
-            document: rel.clone(),
-        })
-    })?;
+    let optional = spec.language.resource_optional();
+    let bytes = if optional && spec.resource.is_missing() {
+        // The href names no file: the stage depends on there being none
+        // (one appearing means a recompile).
+        resolver.record(Dep::absent(spec.resource.as_path().to_path_buf()));
+        None
+    } else if optional && spec.resource.as_path().is_dir() {
+        // A directory (`href="/"`): no file to read, none to record.
+        None
+    } else {
+        let (bytes, _) = resolver.read_recorded(&spec.resource).map_err(|_| {
+            PipelineError::Chain(crate::chain::ChainError::Missing {
+                href: spec.href.clone(),
+                document: rel.clone(),
+            })
+        })?;
+        Some(bytes)
+    };
     let resource = Resource {
         path: spec.resource.as_path(),
         url: spec.resource.url(),
         fragment: spec.fragment.as_deref(),
-        bytes: &bytes,
+        bytes: bytes.as_deref().unwrap_or_default(),
         resolver,
+        missing: bytes.is_none(),
     };
     let stage = spec
         .language
@@ -210,13 +230,18 @@ fn compile_once(
             error,
         })?;
     let deps = resolver.take_deps();
-    // The stage's identity: its Language, which stylesheet of which file
-    // (two embedded stylesheets, `#a` and `#b`, share every file), and
-    // every file the compile read, as read.
+    // The stage's identity: its Language (and that instance's
+    // configuration), which stylesheet of which file (two embedded
+    // stylesheets, `#a` and `#b`, share every file), and every file the
+    // compile read, as read (or found absent).
     let mut key = KeyBuilder::new("closure");
     key.str(spec.language.name())
-        .u64(u64::from(spec.language.version()))
-        .str(spec.resource.url())
+        .u64(u64::from(spec.language.version()));
+    match spec.language.config_hash() {
+        Some(config) => key.u64(1).hash(&config),
+        None => key.u64(0),
+    };
+    key.str(spec.resource.url())
         .u64(u64::from(spec.fragment.is_some()))
         .str(spec.fragment.as_deref().unwrap_or(""));
     for d in &deps {

@@ -11,13 +11,16 @@ use crate::cache::Fingerprints;
 /// A path that exists, was canonicalized (symlinks resolved) and lies inside
 /// the root. Only [`confine`] and [`confine_url`] build one; and
 /// [`generated_path`] one that names no file (a generated document's URL,
-/// never read).
+/// never read); and [`confine_optional`], which may also build one that
+/// is [`missing`](ConfinedPath::is_missing): a name in a confined
+/// directory where there was no file, which is never read through.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ConfinedPath {
     abs: PathBuf,
     rel: String,
     url: String,
     named: Named,
+    missing: bool,
 }
 
 /// The path as it was named, before symlinks were resolved, when that is
@@ -104,6 +107,14 @@ impl ConfinedPath {
     /// canonical name.
     pub fn named(&self) -> Option<&Arc<Path>> {
         self.named.0.as_ref()
+    }
+
+    /// Did this path name no file when it was confined
+    /// ([`confine_optional`])? Then it is only a name: nothing reads
+    /// through it ([`RootResolver::read_recorded`](super::RootResolver::read_recorded)
+    /// refuses), and a dependency on it is [`Dep::absent`](crate::cache::Dep::absent).
+    pub fn is_missing(&self) -> bool {
+        self.missing
     }
 
     /// A dependency on this file, which had content `hash`: the name must
@@ -228,6 +239,60 @@ pub fn confine(
     confine_decoded(root, &decoded, url_path, fingerprints)
 }
 
+/// [`confine`], except that a path naming no file is confined too, as a
+/// [`missing`](ConfinedPath::is_missing) one: its directory must exist and
+/// lie inside the root (symlinks resolved), and the name itself must be
+/// nothing at all (not a dangling link), nor the site configuration's.
+/// For a stage whose resource is optional: the file's absence is what its
+/// output depends on.
+pub fn confine_optional(
+    root: &Path,
+    url_path: &str,
+    fingerprints: &Fingerprints,
+) -> Result<ConfinedPath, ProviderError> {
+    match confine(root, url_path, fingerprints) {
+        Err(ProviderError::NotFound(_)) => confine_missing(root, url_path, fingerprints),
+        other => other,
+    }
+}
+
+fn confine_missing(
+    root: &Path,
+    url_path: &str,
+    fingerprints: &Fingerprints,
+) -> Result<ConfinedPath, ProviderError> {
+    let not_found = || ProviderError::NotFound(url_path.to_string());
+    let decoded = percent_encoding::percent_decode_str(url_path)
+        .decode_utf8()
+        .map_err(|_| not_found())?;
+    let joined = joined(root, &decoded, url_path)?;
+    let (Some(name), Some(parent)) = (joined.file_name(), joined.parent()) else {
+        return Err(not_found());
+    };
+    // Something there that confinement refused (a dangling or looping
+    // link, the site configuration) stays refused.
+    if is_site_config(&joined) || std::fs::symlink_metadata(&joined).is_ok() {
+        return Err(not_found());
+    }
+    let dir = fingerprints.canonicalize(parent).map_err(|_| not_found())?;
+    if !dir.is_dir() {
+        return Err(not_found());
+    }
+    let abs = dir.join(name);
+    let Ok(inside) = abs.strip_prefix(root) else {
+        return Err(ProviderError::Outside(url_path.to_string()));
+    };
+    let rel = rel_of(inside);
+    let url = url_of(inside, &rel);
+    Ok(ConfinedPath {
+        abs,
+        rel,
+        url,
+        named: Named(None),
+        missing: true,
+    })
+}
+
 /// Confines a URL that libxml2 built for a load to `root`.
 ///
 /// Documents and stylesheets are given root-relative base URLs
@@ -343,6 +408,7 @@ fn confine_decoded(
         rel,
         url,
         named,
+        missing: false,
     })
 }
 
@@ -368,6 +434,8 @@ pub fn generated_path(root: &Path, url_path: &str) -> Result<ConfinedPath, Provi
         rel,
         url,
         named: Named(None),
+        // Never read through: the document's bytes come with it.
+        missing: true,
     })
 }
 
@@ -729,5 +797,55 @@ mod tests {
         ] {
             assert!(confine_url_plain(&root, &bad).is_err(), "{bad}");
         }
+    }
+
+    /// A Language whose resource is optional may name no file: confined
+    /// as a missing name in a confined directory, never read through, and
+    /// refused where confinement refuses (the site configuration, a
+    /// dangling link, a directory outside the root, no directory at all).
+    #[test]
+    fn an_optional_path_naming_no_file_is_a_missing_name_in_a_confined_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        let root = root.canonicalize().unwrap();
+        std::fs::write(root.join("there.txt"), "x").unwrap();
+        std::os::unix::fs::symlink(dir.path(), root.join("out")).unwrap();
+        std::os::unix::fs::symlink("nowhere", root.join("dangling")).unwrap();
+        let f = Fingerprints::new(16);
+        let optional = |url: &str| confine_optional(&root, url, &f);
+
+        let there = optional("/there.txt").unwrap();
+        assert!(!there.is_missing());
+        let missing = optional("/sub/new%20file.py").unwrap();
+        assert!(missing.is_missing());
+        assert_eq!(missing.as_path(), root.join("sub/new file.py"));
+        assert_eq!(missing.rel(), "/sub/new file.py");
+        assert_eq!(missing.url(), "/sub/new%20file.py");
+
+        for url in ["/axle.toml", "/sub/AXLE.TOML", "/dangling", "/no/dir/x.py"] {
+            assert!(
+                matches!(optional(url), Err(ProviderError::NotFound(_))),
+                "{url}: {:?}",
+                optional(url)
+            );
+        }
+        assert!(
+            matches!(optional("/out/x.py"), Err(ProviderError::Outside(_))),
+            "{:?}",
+            optional("/out/x.py")
+        );
+        assert!(matches!(optional("/../x"), Err(ProviderError::Outside(_))));
+
+        // A file appearing later (here, a link out of the root) is not
+        // read through the missing name.
+        std::os::unix::fs::symlink(dir.path().join("secret"), root.join("sub/new file.py"))
+            .unwrap();
+        std::fs::write(dir.path().join("secret"), "outside").unwrap();
+        let files = crate::provider::FileProvider::new(&root, f.clone()).unwrap();
+        assert!(matches!(
+            files.resolver().read_recorded(&missing),
+            Err(ProviderError::NotFound(_))
+        ));
     }
 }

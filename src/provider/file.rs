@@ -54,6 +54,12 @@ impl FileProvider {
         confine(&self.root, url_path, &self.fingerprints)
     }
 
+    /// [`confine_optional`](super::confine_optional)s a URL path to this
+    /// root: a path naming no file gives a missing [`ConfinedPath`].
+    pub fn confine_optional(&self, url_path: &str) -> Result<ConfinedPath, ProviderError> {
+        super::confine_optional(&self.root, url_path, &self.fingerprints)
+    }
+
     /// A resolver confined to this root that records what it reads.
     pub fn resolver(&self) -> Arc<RootResolver> {
         self.resolver_with(None)
@@ -173,11 +179,17 @@ impl RootResolver {
         &self.fingerprints
     }
 
-    /// Reads a confined file and records it.
+    /// Reads a confined file and records it. A
+    /// [missing](ConfinedPath::is_missing) path is never read through
+    /// (a file may have appeared there since, even a link out of the root):
+    /// `NotFound`.
     pub fn read_recorded(
         &self,
         path: &ConfinedPath,
     ) -> Result<(Vec<u8>, ContentHash), ProviderError> {
+        if path.is_missing() {
+            return Err(ProviderError::NotFound(path.rel().to_string()));
+        }
         let (bytes, hash) = self
             .fingerprints
             .read(path.as_path())

@@ -13,7 +13,8 @@ mod file;
 mod memory;
 
 pub use confine::{
-    ConfinedPath, RequestPath, SITE_CONFIG_NAME, confine, confine_url, generated_path,
+    ConfinedPath, RequestPath, SITE_CONFIG_NAME, confine, confine_optional, confine_url,
+    generated_path,
     lexical_url_path, normalize_request_path,
 };
 pub use file::{FileProvider, InternalDocuments, RootResolver};

@@ -47,7 +47,7 @@ impl SiteConfig {
             }
         };
         let fingerprints = Fingerprints::new(64);
-        let mut errors = Vec::new();
+        let mut errors = self.problems.clone();
         for section in &self.sections {
             errors.extend(section.problems.iter().cloned());
             for r in &section.references {

@@ -332,7 +332,13 @@ pub(super) fn validate(
         });
     };
     for (i, p) in raw.processor.iter().enumerate() {
-        names(format!("processor[{i}].href"), &p.href);
+        // A Language that needs no file (a filter) is not held to one.
+        let optional = registry
+            .lookup(&p.r#type, &p.href)
+            .is_some_and(|l| l.resource_optional());
+        if !optional {
+            names(format!("processor[{i}].href"), &p.href);
+        }
     }
     if let Some(sheet) = &error_stylesheet {
         names("error-stylesheet".into(), &sheet.href);

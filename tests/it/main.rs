@@ -10,6 +10,7 @@ mod concurrency;
 mod connection;
 mod edits;
 mod error_pages;
+mod filters;
 mod freshness;
 mod http;
 mod limits_http;
