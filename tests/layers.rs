@@ -90,8 +90,8 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "server",
         &[
-            "http", "dynamic", "pipeline", "config", "pool", "exec", "site", "chain", "language", "href",
-            "provider", "cache", "ffi", "prolog",
+            "http", "dynamic", "pipeline", "config", "pool", "exec", "site", "chain", "language",
+            "href", "provider", "cache", "ffi", "prolog",
         ],
     ),
 ];

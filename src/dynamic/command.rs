@@ -91,7 +91,10 @@ impl CommandSource {
             .with_max_output(config.max_size);
         Ok(CommandSource {
             program: Arc::new(program),
-            runs: Arc::new(Concurrency::new(config.max_concurrent.max(1), config.max_queue)),
+            runs: Arc::new(Concurrency::new(
+                config.max_concurrent.max(1),
+                config.max_queue,
+            )),
             config,
         })
     }
@@ -141,7 +144,13 @@ impl CommandSource {
             };
             let var: String = name
                 .chars()
-                .map(|c| if c == '-' { '_' } else { c.to_ascii_uppercase() })
+                .map(|c| {
+                    if c == '-' {
+                        '_'
+                    } else {
+                        c.to_ascii_uppercase()
+                    }
+                })
                 .collect();
             env.push((format!("HTTP_{var}"), value.to_string()));
         }

@@ -14,8 +14,7 @@ mod memory;
 
 pub use confine::{
     ConfinedPath, RequestPath, SITE_CONFIG_NAME, confine, confine_optional, confine_url,
-    generated_path,
-    lexical_url_path, normalize_request_path,
+    generated_path, lexical_url_path, normalize_request_path,
 };
 pub use file::{FileProvider, InternalDocuments, RootResolver};
 pub use memory::CachingProvider;

@@ -160,7 +160,9 @@ pub(super) fn mount(
             }
             if let Some(n) = p.max_concurrent {
                 if n == 0 {
-                    return Err(here.err(&key("max-concurrent"), "at least one run must be allowed"));
+                    return Err(
+                        here.err(&key("max-concurrent"), "at least one run must be allowed")
+                    );
                 }
                 config.max_concurrent = n;
             }
@@ -185,7 +187,10 @@ pub(super) fn mount(
                     let problem = here.err(&key("argv"), reason.clone());
                     tracing::warn!(%problem, "the configuration names a program that cannot be run");
                     problems.push(problem);
-                    (Arc::new(Unavailable { describe, reason }) as Arc<dyn DynamicProvider>, false)
+                    (
+                        Arc::new(Unavailable { describe, reason }) as Arc<dyn DynamicProvider>,
+                        false,
+                    )
                 }
             }
         }
@@ -252,10 +257,7 @@ impl DynamicProvider for Unavailable {
         self.describe.clone()
     }
 
-    fn produce<'a>(
-        &'a self,
-        _: &'a SourceRequest,
-    ) -> BoxFuture<'a, Result<Produced, SourceError>> {
+    fn produce<'a>(&'a self, _: &'a SourceRequest) -> BoxFuture<'a, Result<Produced, SourceError>> {
         Box::pin(async move { Err(SourceError::Failed(self.reason.clone())) })
     }
 }

@@ -345,7 +345,13 @@ pub(super) fn validate(
     }
     let mut problems = Vec::new();
     let source = match &raw.provider {
-        Some(p) => Some(super::sources::mount(&prefix, p, root, here, &mut problems)?),
+        Some(p) => Some(super::sources::mount(
+            &prefix,
+            p,
+            root,
+            here,
+            &mut problems,
+        )?),
         None => None,
     };
     Ok(ValidSection {

@@ -6,7 +6,7 @@ use crate::support::{MODES, TestServer};
 use axle::CacheMode;
 use std::path::Path;
 
-const PAGES: [&str; 17] = [
+const PAGES: [&str; 19] = [
     "/",
     "/styles/",
     "/styles/?style=print",
@@ -24,6 +24,8 @@ const PAGES: [&str; 17] = [
     "/formats/feed.xml",
     "/formats/notes.xml",
     "/formats/latin1.xml",
+    "/dynamic/",
+    "/dynamic/posted.xml",
 ];
 
 fn samples() -> std::path::PathBuf {
@@ -130,4 +132,91 @@ async fn the_readmes_render_command_works_from_a_checkout() {
     let server = TestServer::start(&samples(), CacheMode::Off).await;
     let served = server.get("/articles/xml-pipelines.xml").await;
     assert_eq!(out, served.body);
+}
+
+/// The dynamic sources of the bundled site, as `samples/axle.toml`
+/// configures them (the mirror's upstream is this same server, so its
+/// address is put in place of 127.0.0.1:8080): the program's page, a
+/// POSTed document (the page's own curl line), the mirror, the filter.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_dynamic_samples_work_as_their_pages_say() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let toml = std::fs::read_to_string(samples().join("axle.toml"))
+        .unwrap()
+        .replace("127.0.0.1:8080", &addr.to_string());
+    let registry = axle::Registry::default();
+    let site = axle::site::SiteConfig::parse_in(
+        &toml,
+        &samples().join("axle.toml"),
+        registry.clone(),
+        &samples(),
+    )
+    .unwrap();
+    assert!(
+        site.check_references(&samples()).is_empty(),
+        "every program and stylesheet of the samples is there"
+    );
+    let mut config = axle::ServeConfig::new(samples());
+    config.cache_mode = CacheMode::Incremental;
+    let server = TestServer::start_full_on(listener, config, registry, site).await;
+
+    let index = server.get("/dynamic/").await;
+    assert_eq!(index.status, 200, "{}", index.text());
+    for link in [
+        "/live/table?n=7",
+        "/mirror/xml-pipelines.xml",
+        "/dynamic/shout.xml",
+        "/dynamic/posted.xml",
+    ] {
+        assert!(
+            index.text().contains(&format!("href=\"{link}\"")),
+            "{link} is linked"
+        );
+    }
+    assert!(server.get("/").await.text().contains("href=\"/dynamic/\""));
+
+    let live = server.get("/live/table?n=9").await;
+    assert_eq!(live.status, 200, "{}", live.text());
+    assert!(live.text().contains("9 times table"), "{}", live.text());
+    assert!(live.text().contains("10 × 9 = 90"), "{}", live.text());
+    assert_eq!(server.get("/live/table?n=9").await.cache(), "partial 2/2");
+
+    // The curl line of /dynamic/: POST the sample document.
+    let body = std::fs::read(samples().join("dynamic/posted.xml")).unwrap();
+    let posted = server
+        .post("/post/posted.xml", "application/xml", body)
+        .await;
+    assert_eq!(posted.status, 200, "{}", posted.text());
+    assert_eq!(
+        posted.body,
+        server.get("/dynamic/posted.xml").await.body,
+        "a POSTed document renders as the same file does"
+    );
+    let broken = server
+        .post("/post/x.xml", "application/xml", "<a><b></a>")
+        .await;
+    assert_eq!(broken.status, 400);
+    assert_eq!(
+        server
+            .post("/post/x.xml", "text/plain", "<a/>")
+            .await
+            .status,
+        415
+    );
+
+    let mirror = server.get("/mirror/xml-pipelines.xml").await;
+    assert_eq!(mirror.status, 200, "{}", mirror.text());
+    assert_eq!(
+        mirror.body,
+        server.get("/articles/xml-pipelines.xml").await.body
+    );
+
+    let shout = server.get("/dynamic/shout.xml").await;
+    assert_eq!(shout.status, 200, "{}", shout.text());
+    assert!(
+        shout.text().contains("<h1>A FILTER LANGUAGE</h1>"),
+        "{}",
+        shout.text()
+    );
 }

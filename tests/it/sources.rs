@@ -294,3 +294,345 @@ async fn upstream_failures_have_their_statuses_and_the_server_serves_on() {
 async fn server_for_dead(site: &TestSite, addr: std::net::SocketAddr) -> TestServer {
     server(site, &upstream_toml(addr, ""), CacheMode::All).await
 }
+
+/// A program for `command` sources: prints an article whose title is made
+/// of what it was given (the query's `t`, or PATH_INFO), counts its runs
+/// in `runs.log`, and behaves as `?do=` asks (fail, sleep, flood, env,
+/// stdin, argv).
+const PROGRAM: &str = r#"import os, sys, time
+from urllib.parse import parse_qs
+from xml.sax.saxutils import escape
+with open("runs.log", "a") as log:
+    log.write("run\n")
+q = parse_qs(os.environ.get("QUERY_STRING", ""))
+do = q.get("do", [""])[0]
+if do == "fail":
+    sys.stderr.write("SECRET-STDERR-TEXT\n")
+    sys.exit(3)
+if do == "sleep":
+    time.sleep(float(q.get("s", ["5"])[0]))
+if do == "flood":
+    sys.stdout.write("<a>" + "x" * 200000 + "</a>")
+    sys.exit(0)
+if do == "env":
+    names = " ".join(sorted(os.environ))
+    fields = "".join(
+        f"<{k}>{escape(os.environ.get(k, ''))}</{k}>"
+        for k in ["REQUEST_METHOD", "QUERY_STRING", "PATH_INFO", "SCRIPT_NAME", "HTTP_ACCEPT_LANGUAGE", "CONTENT_TYPE", "CONTENT_LENGTH"]
+    )
+    sys.stdout.write(f"<env><names>{names}</names>{fields}<argv>{escape(' '.join(sys.argv[1:]))}</argv><stdin>{escape(sys.stdin.read())}</stdin></env>")
+    sys.exit(0)
+title = q.get("t", [os.environ.get("PATH_INFO", "")])[0]
+sys.stdout.write(f"""<?xml version="1.0"?>
+<?xml-stylesheet href="/s/content.xsl" type="text/xsl"?>
+<?xml-stylesheet href="/s/layout.xsl" type="text/xsl"?>
+<article><title>{title}</title><para>From a program.</para></article>""")
+"#;
+
+fn command_toml(extra: &str) -> String {
+    format!(
+        "[location.\"/live\"]\nprovider = {{ type = \"command\", argv = [\"python3\", \"program.py\", \"$HOME;ls\"], timeout = \"1s\", max-size = \"100KiB\"{extra} }}\n"
+    )
+}
+
+fn runs(site: &TestSite) -> usize {
+    std::fs::read_to_string(site.root.join("runs.log"))
+        .unwrap_or_default()
+        .lines()
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_command_source_is_rendered_through_its_chain_in_every_mode() {
+    let site = TestSite::new();
+    site.write("program.py", PROGRAM);
+    let mut bodies = Vec::new();
+    for (mode, caches) in [
+        (CacheMode::Off, ["miss", "miss", "miss"]),
+        (
+            CacheMode::All,
+            ["uncacheable", "uncacheable", "uncacheable"],
+        ),
+        (CacheMode::Incremental, ["miss", "partial 2/2", "miss"]),
+    ] {
+        let server = server(&site, &command_toml(""), mode).await;
+        let before = runs(&site);
+        let mut seen = Vec::new();
+        for t in ["One", "One", "Two"] {
+            let r = server.get(&format!("/live/page.xml?t={t}")).await;
+            assert_eq!(r.status, 200, "{mode}: {}", r.text());
+            assert!(r.text().contains(&format!("<h1>{t}</h1>")), "{}", r.text());
+            seen.push(r.cache());
+            bodies.push((t, r.body));
+        }
+        assert_eq!(seen, caches, "{mode}");
+        assert_eq!(
+            runs(&site) - before,
+            3,
+            "{mode}: the program runs for every request"
+        );
+    }
+    for (t, body) in &bodies {
+        let first = bodies.iter().find(|(f, _)| f == t).unwrap();
+        assert_eq!(body, &first.1, "every mode gives the same bytes for {t}");
+    }
+    // PATH_INFO is the path below the prefix.
+    let server = server(&site, &command_toml(""), CacheMode::Off).await;
+    let r = server.get("/live/x.xml").await;
+    assert!(r.text().contains("<h1>/x.xml</h1>"), "{}", r.text());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_command_gets_the_request_only_through_its_environment_and_stdin() {
+    let site = TestSite::new();
+    site.write("program.py", PROGRAM);
+    let server = server(&site, &command_toml(""), CacheMode::Incremental).await;
+    let r = server
+        .request(
+            reqwest::Method::GET,
+            "/live/a%20b/c.xml?do=env&x=%24(touch%20pwned)",
+            &[("accept-language", "fr"), ("x-secret", "no")],
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let text = r.text();
+    let doc = roxmltree::Document::parse(&text).unwrap();
+    let field = |name: &str| {
+        doc.descendants()
+            .find(|n| n.has_tag_name(name))
+            .and_then(|n| n.text())
+            .unwrap_or("")
+            .to_string()
+    };
+    assert_eq!(field("REQUEST_METHOD"), "GET");
+    assert_eq!(field("QUERY_STRING"), "do=env&x=%24%28touch+pwned%29");
+    assert_eq!(field("PATH_INFO"), "/a b/c.xml");
+    assert_eq!(field("SCRIPT_NAME"), "/live");
+    assert_eq!(field("HTTP_ACCEPT_LANGUAGE"), "fr");
+    // The argv is the configured one, word for word (no shell expanded it).
+    assert_eq!(field("argv"), "$HOME;ls");
+    assert!(
+        !site.root.join("pwned").exists(),
+        "nothing was run from the query"
+    );
+    // A cleared environment: the allow-list and the CGI variables only,
+    // as `env` prints it under `sh` (an interpreter's launcher, such as a
+    // version manager's shim, may add its own).
+    let env = server_env(&site).await;
+    let names: Vec<&str> = env
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, _)| k)
+        .collect();
+    for name in &names {
+        let allowed = ["PATH", "LANG", "LC_ALL", "TZ", "PWD"].contains(name)
+            || name.starts_with("HTTP_")
+            || [
+                "GATEWAY_INTERFACE",
+                "SERVER_PROTOCOL",
+                "SERVER_SOFTWARE",
+                "REQUEST_METHOD",
+                "QUERY_STRING",
+                "PATH_INFO",
+                "SCRIPT_NAME",
+                "REQUEST_URI",
+            ]
+            .contains(name);
+        assert!(allowed, "{name} reached the program: {env}");
+    }
+    assert!(names.contains(&"HTTP_ACCEPT_LANGUAGE"), "{env}");
+    assert!(
+        !names.contains(&"HTTP_X_SECRET"),
+        "only the configured headers: {env}"
+    );
+    // A POST body reaches it on stdin, with its type and length.
+    let r = server
+        .send(
+            reqwest::Method::POST,
+            "/live/p.xml?do=env",
+            &[("content-type", "text/plain")],
+            "hello stdin",
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let text = r.text();
+    assert!(text.contains("<stdin>hello stdin</stdin>"), "{text}");
+    assert!(
+        text.contains("<CONTENT_LENGTH>11</CONTENT_LENGTH>"),
+        "{text}"
+    );
+    assert!(
+        text.contains("<CONTENT_TYPE>text/plain</CONTENT_TYPE>"),
+        "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn command_failures_have_their_statuses_and_the_server_serves_on() {
+    let site = TestSite::new();
+    site.write("program.py", PROGRAM);
+    let toml = command_toml(", max-concurrent = 1, max-queue = 0");
+    let server = std::sync::Arc::new(server(&site, &toml, CacheMode::Incremental).await);
+    let r = server.get("/live/x.xml?do=fail").await;
+    assert_eq!(r.status, 502, "{}", r.text());
+    assert!(r.text().contains("exited with status 3"), "{}", r.text());
+    assert!(
+        !r.text().contains("SECRET-STDERR-TEXT"),
+        "stderr is logged, never shown"
+    );
+    let started = std::time::Instant::now();
+    let r = server.get("/live/x.xml?do=sleep&s=5").await;
+    assert_eq!(r.status, 504, "{}", r.text());
+    assert!(started.elapsed() < std::time::Duration::from_secs(3));
+    let r = server.get("/live/x.xml?do=flood").await;
+    assert_eq!(r.status, 502, "{}", r.text());
+    // One run at a time, none waiting: a second request meanwhile is 503.
+    let slow = {
+        let server = std::sync::Arc::clone(&server);
+        tokio::spawn(async move { server.get("/live/x.xml?do=sleep&s=0.6").await })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let busy = server.get("/live/x.xml?t=busy").await;
+    assert_eq!(busy.status, 503, "{}", busy.text());
+    assert_eq!(busy.header("retry-after"), "1");
+    assert_eq!(slow.await.unwrap().status, 200);
+    let r = server.get("/live/x.xml?t=after").await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(server.get("/two.xml").await.status, 200);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_command_with_a_time_to_live_runs_once_for_repeated_requests() {
+    let site = TestSite::new();
+    site.write("program.py", PROGRAM);
+    let server = server(&site, &command_toml(", cache = \"30s\""), CacheMode::All).await;
+    let first = server.get("/live/x.xml?t=Kept").await;
+    assert_eq!(first.cache(), "miss");
+    let second = server.get("/live/x.xml?t=Kept").await;
+    assert_eq!(second.cache(), "hit");
+    assert_eq!(second.body, first.body);
+    assert_eq!(runs(&site), 1);
+    server.get("/live/x.xml?t=Other").await;
+    assert_eq!(runs(&site), 2, "another query is another answer");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_program_that_cannot_be_run_is_a_502_and_axle_check_says_why() {
+    let site = TestSite::new();
+    let toml = "[location.\"/live\"]\nprovider = { type = \"command\", argv = [\"no-such-program-axle\"] }\n\
+                [filter.\"application/x-none\"]\nargv = [\"no-such-filter-axle\"]\n";
+    let server = server(&site, toml, CacheMode::All).await;
+    let r = server.get("/live/x.xml").await;
+    assert_eq!(r.status, 502, "{}", r.text());
+    assert!(r.text().contains("no-such-program-axle"), "{}", r.text());
+    site.write(
+        "f.xml",
+        "<?xml-stylesheet type=\"application/x-none\" href=\"/\"?><a/>",
+    );
+    let r = server.get("/f.xml").await;
+    assert_eq!(r.status, 502, "{}", r.text());
+    let config = axle::site::SiteConfig::parse_in(
+        toml,
+        &site.root.join("axle.toml"),
+        axle::Registry::default(),
+        &site.root,
+    )
+    .unwrap();
+    let problems: Vec<String> = config
+        .check_references(&site.root)
+        .iter()
+        .map(|p| p.to_string())
+        .collect();
+    assert_eq!(problems.len(), 2, "{problems:?}");
+    assert!(
+        problems.iter().any(|p| p.contains("provider.argv")),
+        "{problems:?}"
+    );
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.contains("filter.\"application/x-none\".argv")),
+        "{problems:?}"
+    );
+}
+
+#[test]
+fn provider_keys_are_checked_by_type() {
+    let parse = |toml: &str| {
+        axle::site::SiteConfig::parse(
+            toml,
+            std::path::Path::new("axle.toml"),
+            axle::Registry::default(),
+        )
+    };
+    for (toml, key, why) in [
+        (
+            "[location.\"/p\"]\nprovider = { type = \"post\", argv = [\"x\"] }",
+            "provider.argv",
+            "has no key",
+        ),
+        (
+            "[location.\"/p\"]\nprovider = { type = \"ftp\" }",
+            "provider.type",
+            "unknown provider type",
+        ),
+        (
+            "[location.\"/p\"]\nprovider = { type = \"command\" }",
+            "provider.argv",
+            "needs argv",
+        ),
+        (
+            "[location.\"/p\"]\nprovider = { type = \"upstream\" }",
+            "provider.url",
+            "needs a url",
+        ),
+        (
+            "[location.\"/p\"]\nprovider = { type = \"upstream\", url = \"https://x/{path}\" }",
+            "provider.url",
+            "http",
+        ),
+        (
+            "[location.\"/p\"]\nprovider = { type = \"post\", cache = \"10s\" }",
+            "provider.cache",
+            "\"none\"",
+        ),
+        (
+            "[location.\"/p\"]\nprovider = { type = \"command\", argv = [\"sh\"], cache = \"validated\" }",
+            "provider.cache",
+            "no validator",
+        ),
+        (
+            "[location.\"/p\"]\nprovider = { type = \"post\", max-body = \"lots\" }",
+            "provider.max-body",
+            "",
+        ),
+        ("[filter.\"a/b\"]\nargv = []", "argv", "needs argv"),
+        (
+            "[filter.\"a/b\"]\nargv = [\"sh\"]\ncache = \"10s\"",
+            "cache",
+            "\"none\"",
+        ),
+    ] {
+        let e = parse(toml).unwrap_err();
+        assert!(e.key.ends_with(key), "{toml}: {e}");
+        assert!(e.message.contains(why), "{toml}: {e}");
+        assert!(e.line.is_some(), "{toml}: {e}");
+    }
+}
+
+/// What `env` prints when run as a `command` source for a request with a
+/// header that is passed and one that is not.
+async fn server_env(site: &TestSite) -> String {
+    // sh adds PWD to what it runs; everything else is what Axle gave it.
+    let toml = "[location.\"/env\"]\nprovider = { type = \"command\", argv = [\"sh\", \"-c\", \"printf '<e><![CDATA[\\\\n'; env; printf ']]></e>'\"] }\n";
+    let server = server(site, toml, CacheMode::Off).await;
+    let r = server
+        .request(
+            reqwest::Method::GET,
+            "/env/x?a=1",
+            &[("accept-language", "fr"), ("x-secret", "no")],
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    r.text()
+}

@@ -189,6 +189,18 @@ impl TestServer {
 
     /// A server with a loaded site configuration.
     pub async fn start_full(
+        config: axle::ServeConfig,
+        registry: axle::Registry,
+        site: axle::site::SiteConfig,
+    ) -> TestServer {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        Self::start_full_on(listener, config, registry, site).await
+    }
+
+    /// [`TestServer::start_full`] on a listener bound already (for a
+    /// configuration that names the server's own address).
+    pub async fn start_full_on(
+        listener: tokio::net::TcpListener,
         mut config: axle::ServeConfig,
         registry: axle::Registry,
         site: axle::site::SiteConfig,
@@ -197,7 +209,6 @@ impl TestServer {
             config.workers = 2;
         }
         let app = App::with_site(&config, registry, site).unwrap();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let served = app.clone();
         let task = tokio::spawn(async move {
