@@ -236,7 +236,9 @@ fn documented_keys(reference: &str) -> Keys {
     for line in reference.lines() {
         if line.starts_with('#') {
             place = last_code_span(line)
-                .filter(|s| *s == TOP || *s == "limits" || s.starts_with("location"))
+                .filter(|s| {
+                    *s == TOP || *s == "limits" || s.starts_with("location") || s.starts_with("filter")
+                })
                 .map(str::to_string);
             continue;
         }
