@@ -46,7 +46,10 @@ const LAYERS: &[(&str, &[&str])] = &[
     ),
     // Dynamic sources (issue #24): a program's output, an upstream's
     // answer, a request body; below `site`, which mounts them.
-    ("dynamic", &["config", "exec", "upstream", "cache", "ffi", "prolog"]),
+    (
+        "dynamic",
+        &["config", "exec", "upstream", "cache", "ffi", "prolog"],
+    ),
     (
         "site",
         &[
