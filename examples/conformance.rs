@@ -2,13 +2,15 @@
 //! report (the same runner as `cargo test --test conformance`).
 //!
 //! ```sh
-//! cargo run --release --example conformance [-- --suite libxslt|xalan] [--verbose] [--http]
+//! cargo run --release --example conformance [-- --suite libxslt|xalan] [--verbose] [--http] [--limit N]
 //! ```
 //!
 //! `--verbose` lists every case and the slowest ones; `--http` also runs the
-//! HTTP subset. Exits 1 when a case marked `xsltproc=pass` does not pass (and
-//! is not skipped for a documented reason) or the modes disagree, 2 when the
-//! suites are missing. See `tests/conformance/README.md`.
+//! HTTP subset; `--limit N` runs only the first N cases of each suite's
+//! manifest (a quick check: `tests/examples.rs` runs `--limit 3`). Exits 1
+//! when a case marked `xsltproc=pass` does not pass (and is not skipped for
+//! a documented reason) or the modes disagree, 2 when the suites are
+//! missing. See `tests/conformance/README.md`.
 
 #[path = "../tests/conformance/runner.rs"]
 mod runner;
@@ -19,6 +21,7 @@ fn main() -> ExitCode {
     let mut choice = runner::SuiteChoice::Both;
     let mut verbose = false;
     let mut http = false;
+    let mut limit = usize::MAX;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -32,9 +35,16 @@ fn main() -> ExitCode {
             },
             "--verbose" | "-v" => verbose = true,
             "--http" => http = true,
+            "--limit" => match args.next().map(|n| n.parse::<usize>()) {
+                Some(Ok(n)) if n > 0 => limit = n,
+                other => {
+                    eprintln!("--limit takes a number of cases (at least 1), not {other:?}");
+                    return ExitCode::from(2);
+                }
+            },
             "-h" | "--help" => {
                 println!(
-                    "usage: conformance [--suite libxslt|xalan] [--verbose] [--http]\n\
+                    "usage: conformance [--suite libxslt|xalan] [--verbose] [--http] [--limit N]\n\
                      Suites are read from $AXLE_SHARED/conformance (default ../shared)."
                 );
                 return ExitCode::SUCCESS;
@@ -63,7 +73,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let report = match runtime.block_on(runner::run_suites(&conf, choice, true)) {
+    let report = match runtime.block_on(runner::run_first_cases(&conf, choice, true, limit)) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("{e}");

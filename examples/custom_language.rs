@@ -9,9 +9,10 @@
 //!
 //! Axle serves a document through the chain of stages named by its
 //! `<?xml-stylesheet type="..." href="..."?>` processing instructions. The
-//! `type` picks a [`Language`] from the [`Registry`]; the `href` names the
-//! stage's *resource*. For XSLT the resource is a stylesheet; for the
-//! `Numbered` Language below it is a one-element configuration file:
+//! `type` picks a [`Language`] from the [`Registry`](axle::Registry); the
+//! `href` names the stage's *resource*. For XSLT the resource is a
+//! stylesheet; for the `Numbered` Language below it is a one-element
+//! configuration file:
 //!
 //! ```xml
 //! <numbering separator="." max-depth="3"/>
@@ -28,10 +29,13 @@
 //! - [`Stage::run`] transforms one document. The compiled stage is shared by
 //!   every request and may run on several threads at once, so it is
 //!   `Send + Sync` and holds no per-request state. Its input is a tree or
-//!   bytes ([`StageData`]); a Language that does not use libxml2 asks for
-//!   bytes (`input.into_bytes()`), as this one does for roxmltree. Its output
-//!   is bytes (or a tree); at the final position (`ctx.is_final`) the bytes
-//!   are the response, and `content_type` is its Content-Type.
+//!   bytes ([`StageData`]); a Language written in Rust reads it as a
+//!   read-only roxmltree document through [`StageData::with_view`] (decoded,
+//!   whatever form it came in) and writes its output with [`XmlOut`], whose
+//!   `copy_with` copies nodes with their names, namespaces and escaping, so
+//!   this Language is a copy with a hook on `<title>`'s attributes. At the
+//!   final position (`ctx.is_final`) the output is the response, and
+//!   `XmlOut::finish` gives it the Content-Type `text/xml; charset=UTF-8`.
 //!
 //! # Read through `Resource` and `StageContext`
 //!
@@ -63,12 +67,15 @@
 //!
 //! Register the type under a MIME type, then serve:
 //!
-//! ```ignore
+//! ```text
 //! axle::Server::builder("samples")        // XSLT and passthru, axle.toml
 //!     .language("application/x-axle-numbered", Numbered)
 //!     .build()?
 //!     .run()?;
 //! ```
+//!
+//! (`main` below does this; the `language` module's documentation has the
+//! same as a compiled doc test.)
 //!
 //! and name the type in a document, where it chains with XSLT stages like
 //! any other:
@@ -81,7 +88,6 @@
 //! A PI whose type is not registered is skipped, so under a plain
 //! `axle serve` the same page renders without numbers.
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -89,11 +95,11 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use axle::language::{
-    Language, LanguageError, Resource, Stage, StageContext, StageData, StageOutput,
+    Language, LanguageError, Resource, Stage, StageContext, StageData, StageOutput, XmlOut,
+    prefixed_name, view_of,
 };
 
-use bytes::Bytes;
-use roxmltree::{Document, Node, NodeId, NodeType};
+use roxmltree::{Document, Node, NodeId};
 
 /// The MIME type the example registers `Numbered` under.
 const NUMBERED_TYPE: &str = "application/x-axle-numbered";
@@ -155,28 +161,34 @@ impl Default for NumberingConfig {
 impl NumberingConfig {
     const EXPECTED: &'static str = r#"expected <numbering separator="." max-depth="3"/>"#;
 
+    /// Reads the configuration with the same view a stage's input gets
+    /// (decoding, errors with line and column).
     fn parse(bytes: &[u8]) -> Result<Self, LanguageError> {
-        let fail = |why: String| LanguageError::Failed(format!("{why} ({})", Self::EXPECTED));
-        let text = std::str::from_utf8(bytes)
-            .map_err(|e| fail(format!("the numbering configuration is not UTF-8: {e}")))?;
-        let doc = Document::parse(text.trim_start_matches('\u{feff}')).map_err(|e| {
-            fail(format!(
-                "the numbering configuration is not well-formed XML: {e}"
-            ))
-        })?;
+        view_of(bytes, Self::from_document).map_err(|e| match e {
+            LanguageError::NotWellFormed { .. } => {
+                Self::fail(format!("the numbering configuration is {e}"))
+            }
+            other => other,
+        })
+    }
+
+    fn fail(why: String) -> LanguageError {
+        LanguageError::Failed(format!("{why} ({})", Self::EXPECTED))
+    }
+
+    fn from_document(doc: &Document<'_>) -> Result<Self, LanguageError> {
         let root = doc.root_element();
-        let name = root.tag_name();
-        if name.name() != "numbering" || name.namespace().is_some() {
-            return Err(fail(format!(
+        if !is_named(root, "numbering") {
+            return Err(Self::fail(format!(
                 "the numbering configuration is a <{}> element",
-                qname(root)
+                prefixed_name(root)
             )));
         }
         let has_content = root
             .children()
             .any(|c| c.is_element() || (c.is_text() && !c.text().unwrap_or("").trim().is_empty()));
         if has_content {
-            return Err(fail("<numbering> must be empty".into()));
+            return Err(Self::fail("<numbering> must be empty".into()));
         }
         let mut config = NumberingConfig::default();
         for attr in root.attributes() {
@@ -190,7 +202,7 @@ impl NumberingConfig {
                         .ok()
                         .filter(|&d| d >= 1)
                         .ok_or_else(|| {
-                            fail(format!(
+                            Self::fail(format!(
                                 "max-depth=\"{}\" is not a whole number of at least 1",
                                 attr.value()
                             ))
@@ -198,7 +210,7 @@ impl NumberingConfig {
                 }
                 (Some(_), _) => {} // other vocabularies' attributes are allowed
                 (None, other) => {
-                    return Err(fail(format!(
+                    return Err(Self::fail(format!(
                         "<numbering> has an unknown attribute {other:?}"
                     )));
                 }
@@ -216,36 +228,28 @@ struct NumberedStage {
 
 impl Stage for NumberedStage {
     fn run(&self, input: StageData, ctx: &StageContext<'_>) -> Result<StageOutput, LanguageError> {
-        // A tree from a previous XSLT stage is serialized as UTF-8 XML; as the
-        // first stage we get the source's bytes as they are on disk.
-        let bytes = input.into_bytes()?;
-        let output = number_document(&bytes, &self.config)?;
-        Ok(StageOutput {
-            data: StageData::Bytes(Bytes::from(output)),
-            content_type: ctx.is_final.then(|| "text/xml; charset=UTF-8".to_string()),
-        })
+        // A tree from a previous XSLT stage or the source's bytes: either
+        // way a roxmltree document here.
+        input.with_view(ctx, |doc| number(doc, &self.config).finish(ctx))
     }
 }
 
-/// The whole transformation: parse, number, serialize.
-fn number_document(input: &[u8], config: &NumberingConfig) -> Result<Vec<u8>, LanguageError> {
-    let text = std::str::from_utf8(input).map_err(|e| {
-        LanguageError::Input(format!(
-            "the numbered Language reads UTF-8 documents only: {e}"
-        ))
-    })?;
-    let options = roxmltree::ParsingOptions {
-        allow_dtd: true, // internal entities are expanded; the DOCTYPE is dropped
-        ..roxmltree::ParsingOptions::default()
-    };
-    let doc = Document::parse_with_options(text.trim_start_matches('\u{feff}'), options).map_err(
-        |e| LanguageError::NotWellFormed {
-            line: Some(e.pos().row),
-            message: e.to_string(),
-        },
-    )?;
-    let numbers = section_numbers(&doc, config);
-    Ok(serialize(&doc, &numbers).into_bytes())
+/// The whole transformation: the input copied, each `<title>` child of a
+/// numbered section given a `number` attribute (replacing one already
+/// there).
+fn number(doc: &Document<'_>, config: &NumberingConfig) -> XmlOut {
+    let numbers = section_numbers(doc, config);
+    let mut out = XmlOut::with_declaration();
+    out.copy_with(doc.root(), |node, attrs| {
+        let number = node
+            .parent_element()
+            .filter(|p| is_named(node, "title") && is_named(*p, "section"))
+            .and_then(|p| numbers.get(&p.id()));
+        if let Some(number) = number {
+            attrs.set("number", number.clone());
+        }
+    });
+    out
 }
 
 fn is_named(node: Node<'_, '_>, local: &str) -> bool {
@@ -282,168 +286,6 @@ fn section_numbers(doc: &Document<'_>, config: &NumberingConfig) -> HashMap<Node
         .into_iter()
         .filter_map(|(id, (_, number))| Some((id, number?)))
         .collect()
-}
-
-// ---------------------------------------------------------------------------
-// A small XML serializer over roxmltree nodes
-// ---------------------------------------------------------------------------
-
-/// Writes `doc` as UTF-8 XML, giving each `<title>` child of a numbered
-/// section a `number` attribute (replacing one already there).
-fn serialize(doc: &Document<'_>, numbers: &HashMap<NodeId, String>) -> String {
-    enum Step<'a, 'input> {
-        Open(Node<'a, 'input>),
-        Close(Node<'a, 'input>),
-    }
-    let mut out = String::with_capacity(doc.input_text().len() + 64);
-    out.push_str("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    for top in doc.root().children() {
-        // An explicit stack instead of recursion: deep documents are fine.
-        let mut stack = vec![Step::Open(top)];
-        while let Some(step) = stack.pop() {
-            match step {
-                Step::Open(node) => match node.node_type() {
-                    NodeType::Element => {
-                        let number = node
-                            .parent_element()
-                            .filter(|p| is_named(node, "title") && is_named(*p, "section"))
-                            .and_then(|p| numbers.get(&p.id()));
-                        write_start_tag(&mut out, node, number.map(String::as_str));
-                        if node.has_children() {
-                            out.push('>');
-                            stack.push(Step::Close(node));
-                            stack.extend(node.children().rev().map(Step::Open));
-                        } else {
-                            out.push_str("/>");
-                        }
-                    }
-                    NodeType::Text => escape(&mut out, node.text().unwrap_or(""), false),
-                    NodeType::Comment => {
-                        out.push_str("<!--");
-                        out.push_str(node.text().unwrap_or(""));
-                        out.push_str("-->");
-                    }
-                    NodeType::PI => {
-                        if let Some(pi) = node.pi() {
-                            out.push_str("<?");
-                            out.push_str(pi.target);
-                            if let Some(value) = pi.value {
-                                out.push(' ');
-                                out.push_str(value);
-                            }
-                            out.push_str("?>");
-                        }
-                    }
-                    NodeType::Root => {}
-                },
-                Step::Close(node) => {
-                    out.push_str("</");
-                    out.push_str(&qname(node));
-                    out.push('>');
-                }
-            }
-        }
-        out.push('\n');
-    }
-    out
-}
-
-/// `<name xmlns...="..." attr="..."` (without the closing `>` or `/>`).
-fn write_start_tag(out: &mut String, node: Node<'_, '_>, number: Option<&str>) {
-    out.push('<');
-    out.push_str(&qname(node));
-    // roxmltree lists the namespaces in scope; the ones declared here are
-    // those the parent does not have (this includes `xmlns=""`).
-    let inherited: Vec<_> = node
-        .parent_element()
-        .map(|p| p.namespaces().collect())
-        .unwrap_or_default();
-    for ns in node.namespaces() {
-        if ns.name() == Some("xml") || inherited.contains(&ns) {
-            continue;
-        }
-        match ns.name() {
-            Some(prefix) => {
-                out.push_str(" xmlns:");
-                out.push_str(prefix);
-            }
-            None => out.push_str(" xmlns"),
-        }
-        out.push_str("=\"");
-        escape(out, ns.uri(), true);
-        out.push('"');
-    }
-    let mut number = number;
-    for attr in node.attributes() {
-        out.push(' ');
-        out.push_str(&attribute_qname(node, &attr));
-        out.push_str("=\"");
-        if attr.namespace().is_none() && attr.name() == "number" && number.is_some() {
-            escape(out, number.take().unwrap_or_default(), true);
-        } else {
-            escape(out, attr.value(), true);
-        }
-        out.push('"');
-    }
-    if let Some(number) = number {
-        out.push_str(" number=\"");
-        escape(out, number, true);
-        out.push('"');
-    }
-}
-
-/// An element's name with the prefix it was written with.
-fn qname<'a>(node: Node<'a, '_>) -> Cow<'a, str> {
-    let name = node.tag_name();
-    // The source text from just after `<` up to the end of the name.
-    let written = node
-        .document()
-        .input_text()
-        .get(node.range().start + 1..)
-        .map(|s| {
-            let end = s.find(|c: char| c.is_whitespace() || c == '/' || c == '>');
-            &s[..end.unwrap_or(s.len())]
-        });
-    let prefix = match name.namespace() {
-        Some(uri) if node.default_namespace() != Some(uri) => node.lookup_prefix(uri),
-        _ => None,
-    };
-    written_or(written, prefix, name.name())
-}
-
-/// An attribute's name with the prefix it was written with.
-fn attribute_qname<'a>(node: Node<'a, '_>, attr: &roxmltree::Attribute<'a, '_>) -> Cow<'a, str> {
-    let written = node.document().input_text().get(attr.range_qname());
-    let prefix = attr.namespace().and_then(|uri| node.lookup_prefix(uri));
-    written_or(written, prefix, attr.name())
-}
-
-/// The name as written in the source when that text really is this name
-/// (always, with roxmltree 0.20), else rebuilt from the namespace scope.
-fn written_or<'a>(written: Option<&'a str>, prefix: Option<&str>, local: &'a str) -> Cow<'a, str> {
-    match (written, prefix) {
-        (Some(q), _) if q.rsplit(':').next() == Some(local) => Cow::Borrowed(q),
-        (_, Some(prefix)) => Cow::Owned(format!("{prefix}:{local}")),
-        (_, None) => Cow::Borrowed(local),
-    }
-}
-
-/// Appends `text` escaped for content (`attribute == false`) or for a
-/// double-quoted attribute value. Whitespace that the parser would otherwise
-/// normalize away is written as character references.
-fn escape(out: &mut String, text: &str, attribute: bool) {
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' if attribute => out.push_str("&quot;"),
-            '\t' if attribute => out.push_str("&#9;"),
-            '\n' if attribute => out.push_str("&#10;"),
-            '\r' => out.push_str("&#13;"),
-            c => out.push(c),
-        }
-    }
 }
 
 // ---------------------------------------------------------------------------
@@ -528,11 +370,18 @@ mod tests {
     use axle::cache::Fingerprints;
     use axle::ffi::Limits;
     use axle::provider::{FileProvider, RootResolver};
+    use bytes::Bytes;
 
     use super::*;
 
+    /// The stage's transformation of `input`, as a stage that is not the
+    /// last would give it.
+    fn number_document(input: &[u8], config: &NumberingConfig) -> Result<String, LanguageError> {
+        view_of(input, |doc| number(doc, config).into_string())
+    }
+
     fn numbered(input: &str, config: &NumberingConfig) -> String {
-        String::from_utf8(number_document(input.as_bytes(), config).unwrap()).unwrap()
+        number_document(input.as_bytes(), config).unwrap()
     }
 
     fn config(separator: &str, max_depth: usize) -> NumberingConfig {
@@ -670,7 +519,7 @@ mod tests {
     }
 
     #[test]
-    fn malformed_input_is_an_input_error() {
+    fn malformed_input_is_a_well_formedness_error() {
         let cfg = NumberingConfig::default();
         match number_document(b"<doc>\n<section></doc>", &cfg) {
             Err(LanguageError::NotWellFormed { line, message }) => {
@@ -679,10 +528,20 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+        // Bytes that are not in the document's encoding are not XML.
         match number_document(b"<doc>caf\xe9</doc>", &cfg) {
-            Err(LanguageError::Input(m)) => assert!(m.contains("UTF-8"), "{m}"),
+            Err(LanguageError::NotWellFormed { line, message }) => {
+                assert_eq!(line, Some(1), "{message}");
+                assert!(message.contains("not UTF-8"), "{message}");
+            }
             other => panic!("{other:?}"),
         }
+        // Those that declare another encoding are read in it.
+        let latin1 = b"<?xml version='1.0' encoding='ISO-8859-1'?><doc>caf\xe9</doc>";
+        assert_eq!(
+            number_document(latin1, &cfg).unwrap(),
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<doc>caf\u{e9}</doc>\n"
+        );
         assert!(matches!(
             number_document(b"<doc>&undefined;</doc>", &cfg),
             Err(LanguageError::NotWellFormed { .. })
@@ -783,20 +642,14 @@ mod tests {
 
     /// Serves `root` with the numbered Language on an ephemeral port.
     async fn start(root: PathBuf, mode: CacheMode) -> SocketAddr {
-        let mut config = ServeConfig::new(root);
-        config.cache_mode = mode;
-        let mut registry = Registry::default();
-        registry
-            .register(NUMBERED_TYPE, Arc::new(Numbered))
+        let server = axle::Server::builder(root)
+            .cache_mode(mode)
+            .language(NUMBERED_TYPE, Numbered)
+            .build()
             .unwrap();
-        let app = axle::http::App::new(&config, registry).unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move {
-            axum::serve(listener, axle::http::router(app))
-                .await
-                .unwrap();
-        });
+        tokio::spawn(server.serve_on(listener, std::future::pending()));
         addr
     }
 

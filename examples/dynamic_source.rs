@@ -1,5 +1,6 @@
 //! A dynamic source in front of a cached chain: the case incremental
-//! caching exists for.
+//! caching exists for, written as a [`DynamicProvider`] mounted with
+//! [`axle::Server::builder`].
 //!
 //! `GET /dynamic/article.xml` generates its source on every request: a
 //! document of the site (by default the bundled article) with a
@@ -7,38 +8,34 @@
 //! root element's start tag, and a first stage
 //! (`/stylesheets/dynamic/strip-volatile.xsl`, inserted before the
 //! document's first `<?xml-stylesheet?>` PI) that drops it before the
-//! document's own chain (for the article: content → layout). Every source
-//! is new, so all-or-nothing caching recomputes the whole chain each time;
-//! incremental caching recomputes only stage 1, finds its output unchanged,
-//! and reuses the later stages (`X-Axle-Cache: partial 2/3` for the
-//! article). Everything else is served by the normal Axle router. Until
-//! dynamic Providers land, this is the "test Provider" of the load
-//! benchmark's `dynamic` scenario (`benches/load/run.sh`).
+//! document's own chain (for the article: content → layout). The source
+//! says it is not cacheable, so all-or-nothing caching renders the whole
+//! chain each time (`X-Axle-Cache: uncacheable`); incremental caching
+//! recomputes only stage 1, finds its output unchanged, and reuses the
+//! later stages (`miss`, then `partial 2/3` for the article). Everything
+//! else is served as `axle serve` serves it (`axle.toml` in the root
+//! loaded). This is the server of the load benchmark's `dynamic` scenario
+//! (`benches/load/run.sh`).
 //!
 //! Usage: `cargo run --release --example dynamic_source -- [--root DIR]
 //! [--listen ADDR] [--cache off|all|incremental] [--document URL-PATH]`;
 //! `--document` names the document under the root to generate the source
 //! from (default `/articles/xml-pipelines.xml`; it must have
 //! `<?xml-stylesheet?>` PIs). It prints the address like `axle serve` does
-//! and serves on a single-threaded runtime with Axle's connection loop
-//! (`axle::http::serve_service`), as `axle serve` does.
+//! (`--listen 127.0.0.1:0` picks a free port) and serves on one
+//! single-threaded runtime with Axle's connection loop
+//! ([`axle::Server::serve_on`]).
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use axum::extract::State;
-use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
-use bytes::Bytes;
-
-use axle::cache::ContentHash;
-use axle::http::{App, CACHE_HEADER, HttpError};
-use axle::pipeline::RenderRequest;
-use axle::provider::{Located, Provider};
-use axle::{CacheMode, Registry, ServeConfig};
+use axle::CacheMode;
+use axle::cache::{ContentHash, Fingerprints};
+use axle::dynamic::{BoxFuture, DynamicProvider, Produced, SourceError, SourceRequest};
+use axle::provider::{FileProvider, Provider};
 
 /// The allocator `axle serve` uses (see src/main.rs), so this server is
 /// measured on the same footing.
@@ -49,19 +46,85 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 const ARTICLE: &str = "/articles/xml-pipelines.xml";
 /// The first stage, which drops the volatile part.
 const STRIP: &str = "/stylesheets/dynamic/strip-volatile.xsl";
+/// Where the source is mounted, and the one document it serves there.
+const PREFIX: &str = "/dynamic";
 /// Where the dynamic document is served.
 pub const DYNAMIC_PATH: &str = "/dynamic/article.xml";
 
-/// Shared state: the Axle app, the document (URL path) and the request
-/// counter.
-struct Dynamic {
-    app: Arc<App>,
+/// The source: a document of the site with a request counter in it.
+struct VolatileCopy {
+    /// The document's file, located (its hash memoized by stat) and read
+    /// through a provider of its own over the same root.
+    files: FileProvider,
+    /// Its URL path.
     document: String,
     counter: AtomicU64,
     /// The document's text as last read, under its content hash: read
     /// again only when the file changed (as a real generator would keep
     /// its template), so the source's own cost is the generation.
     template: Mutex<Option<(ContentHash, Arc<str>)>>,
+}
+
+impl VolatileCopy {
+    /// A source of copies of `document` (a URL path under `root`);
+    /// refused now, not per request, when it cannot be made dynamic.
+    fn new(root: &Path, document: &str) -> std::io::Result<VolatileCopy> {
+        let copy = VolatileCopy {
+            files: FileProvider::new(root, Fingerprints::new(16))?,
+            document: document.to_string(),
+            counter: AtomicU64::new(0),
+            template: Mutex::new(None),
+        };
+        let text = copy.template().map_err(|e| e.to_string());
+        text.and_then(|t| source(&t, 0))
+            .map_err(|e| std::io::Error::other(format!("{document}: {e}")))?;
+        Ok(copy)
+    }
+
+    /// The document's text: the remembered one while its hash is
+    /// unchanged, else read afresh.
+    fn template(&self) -> Result<Arc<str>, axle::provider::ProviderError> {
+        let located = self.files.locate(&self.document)?;
+        let mut memo = self.template.lock().unwrap_or_else(|p| p.into_inner());
+        match memo.as_ref() {
+            Some((hash, text)) if Some(*hash) == located.hash => Ok(Arc::clone(text)),
+            _ => {
+                let read = self.files.read(&located)?;
+                let text: Arc<str> = Arc::from(String::from_utf8_lossy(&read.bytes).as_ref());
+                *memo = Some((read.hash, Arc::clone(&text)));
+                Ok(text)
+            }
+        }
+    }
+
+    fn produce_now(&self, request: &SourceRequest) -> Result<Produced, SourceError> {
+        if request.path != DYNAMIC_PATH {
+            return Err(SourceError::NotFound(request.path.clone()));
+        }
+        let text = self
+            .template()
+            .map_err(|e| SourceError::Failed(e.to_string()))?;
+        let n = self.counter.fetch_add(1, Ordering::Relaxed);
+        let bytes = source(&text, n).map_err(SourceError::Failed)?;
+        Ok(Produced {
+            bytes: bytes.into(),
+            cacheable: false,
+        })
+    }
+}
+
+impl DynamicProvider for VolatileCopy {
+    fn describe(&self) -> String {
+        format!("a volatile copy of {}", self.document)
+    }
+
+    fn produce<'a>(
+        &'a self,
+        request: &'a SourceRequest,
+    ) -> BoxFuture<'a, Result<Produced, SourceError>> {
+        let produced = self.produce_now(request);
+        Box::pin(async move { produced })
+    }
 }
 
 /// The end (the index after `>`) of the markup starting at `start` (a start
@@ -130,87 +193,6 @@ fn source(doc: &str, n: u64) -> Result<String, String> {
     ))
 }
 
-/// The document's text: the remembered one while its hash (known from
-/// `locate`, which checks the file) is unchanged, else read afresh.
-fn template(
-    state: &Dynamic,
-    provider: &axle::provider::FileProvider,
-    located: &Located,
-) -> Result<Arc<str>, axle::provider::ProviderError> {
-    let remembered = |memo: &Option<(ContentHash, Arc<str>)>| {
-        memo.as_ref()
-            .filter(|(hash, _)| Some(*hash) == located.hash)
-            .map(|(_, text)| Arc::clone(text))
-    };
-    if let Some(text) = remembered(&state.template.lock().unwrap_or_else(|p| p.into_inner())) {
-        return Ok(text);
-    }
-    let read = provider.read(located)?;
-    let text: Arc<str> = match std::str::from_utf8(&read.bytes) {
-        Ok(t) => Arc::from(t),
-        Err(_) => Arc::from(String::from_utf8_lossy(&read.bytes).as_ref()),
-    };
-    *state.template.lock().unwrap_or_else(|p| p.into_inner()) =
-        Some((read.hash, Arc::clone(&text)));
-    Ok(text)
-}
-
-async fn dynamic(State(state): State<Arc<Dynamic>>) -> Response {
-    let pipeline = state.app.pipeline();
-    let provider = pipeline.provider();
-    let located = match provider.locate(&state.document) {
-        Ok(l) => l,
-        Err(e) => return HttpError::NotFound(e.to_string()).into_response(),
-    };
-    let text = match template(&state, provider, &located) {
-        Ok(t) => t,
-        Err(e) => return HttpError::NotFound(e.to_string()).into_response(),
-    };
-    let n = state.counter.fetch_add(1, Ordering::Relaxed);
-    let bytes = match source(&text, n) {
-        Ok(s) => Bytes::from(s),
-        Err(e) => {
-            return HttpError::Render {
-                title: "Internal error",
-                detail: e,
-            }
-            .into_response();
-        }
-    };
-    match pipeline
-        .render_generated(&located.path, bytes, &RenderRequest::default())
-        .await
-    {
-        Ok(r) => {
-            let mut response = (StatusCode::OK, r.body).into_response();
-            let headers = response.headers_mut();
-            if let Ok(v) = HeaderValue::from_str(&r.content_type) {
-                headers.insert(header::CONTENT_TYPE, v);
-            }
-            if let Ok(v) = HeaderValue::from_str(&r.cache.header_value()) {
-                headers.insert(CACHE_HEADER, v);
-            }
-            response
-        }
-        Err(e) => HttpError::from_pipeline(e, provider.root()).into_response(),
-    }
-}
-
-/// The router: the dynamic document (generated from `document`) plus
-/// everything Axle serves.
-fn router(app: Arc<App>, document: &str) -> axum::Router {
-    let state = Arc::new(Dynamic {
-        app: Arc::clone(&app),
-        document: document.to_string(),
-        counter: AtomicU64::new(0),
-        template: Mutex::new(None),
-    });
-    axum::Router::new()
-        .route(DYNAMIC_PATH, axum::routing::get(dynamic))
-        .with_state(state)
-        .merge(axle::http::router(app))
-}
-
 fn main() -> ExitCode {
     let mut root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("samples");
     let mut listen: SocketAddr = SocketAddr::from(([127, 0, 0, 1], 8080));
@@ -248,38 +230,25 @@ fn main() -> ExitCode {
             }
         }
     }
-    let runtime = match tokio::runtime::Builder::new_current_thread()
+    let served = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("dynamic_source: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let result: std::io::Result<()> = runtime.block_on(async {
-        let mut config = ServeConfig::new(&root);
-        config.cache_mode = cache;
-        let app = App::new(&config, Registry::default())?;
-        // Fail at start-up, not per request, when the document cannot be
-        // made dynamic.
-        let provider = app.pipeline().provider();
-        let text = provider
-            .locate(&document)
-            .and_then(|l| provider.read(&l))
-            .map_err(|e| std::io::Error::other(format!("{document}: {e}")))?;
-        source(&String::from_utf8_lossy(&text.bytes), 0)
-            .map_err(|e| std::io::Error::other(format!("{document}: {e}")))?;
-        let listener = tokio::net::TcpListener::bind(listen).await?;
-        println!(
-            "axle: serving {} on http://{}/ (cache: {cache})",
-            root.display(),
-            listener.local_addr()?
-        );
-        axle::http::serve_service(listener, router(app, &document), std::future::pending()).await
-    });
-    match result {
+        .and_then(|runtime| {
+            runtime.block_on(async {
+                let server = axle::Server::builder(&root)
+                    .cache_mode(cache)
+                    .provider(PREFIX, VolatileCopy::new(&root, &document)?)
+                    .build()?;
+                let listener = tokio::net::TcpListener::bind(listen).await?;
+                println!(
+                    "axle: serving {} on http://{}/ (cache: {cache})",
+                    root.display(),
+                    listener.local_addr()?
+                );
+                server.serve_on(listener, std::future::pending()).await
+            })
+        });
+    match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("dynamic_source: {e}");
@@ -292,53 +261,65 @@ fn main() -> ExitCode {
 mod tests {
     use super::*;
 
-    async fn get(router: &axum::Router) -> (String, Vec<u8>) {
+    async fn get(router: &axum::Router, path: &str) -> (u16, String, Vec<u8>) {
         use tower::ServiceExt;
-        let request = axum::http::Request::get(DYNAMIC_PATH)
+        let request = axum::http::Request::get(path)
             .body(axum::body::Body::empty())
             .unwrap();
         let response = router.clone().oneshot(request).await.unwrap();
-        assert_eq!(response.status(), 200);
-        let cache = response.headers()[CACHE_HEADER]
-            .to_str()
-            .unwrap()
-            .to_string();
+        let status = response.status().as_u16();
+        let cache = response
+            .headers()
+            .get(axle::http::CACHE_HEADER)
+            .map(|v| v.to_str().unwrap().to_string())
+            .unwrap_or_default();
         let body = axum::body::to_bytes(response.into_body(), usize::MAX)
             .await
             .unwrap();
-        (cache, body.to_vec())
+        (status, cache, body.to_vec())
     }
 
     #[tokio::test(flavor = "multi_thread")]
     async fn incremental_reuses_the_chain_after_a_volatile_first_stage() {
         let samples = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("samples");
         let mut bodies = Vec::new();
-        for (mode, want) in [
-            (CacheMode::Off, ["miss", "miss", "miss"]),
-            (CacheMode::All, ["miss", "miss", "miss"]),
+        for (mode, want, expected_runs) in [
+            (CacheMode::Off, ["miss", "miss", "miss"], 9),
+            (CacheMode::All, ["uncacheable"; 3], 9),
             (
                 CacheMode::Incremental,
                 ["miss", "partial 2/3", "partial 2/3"],
+                3 + 1 + 1,
             ),
         ] {
-            let mut config = ServeConfig::new(&samples);
-            config.cache_mode = mode;
-            let app = App::new(&config, Registry::default()).unwrap();
-            let router = router(Arc::clone(&app), ARTICLE);
+            let server = axle::Server::builder(&samples)
+                .cache_mode(mode)
+                .provider(PREFIX, VolatileCopy::new(&samples, ARTICLE).unwrap())
+                .build()
+                .unwrap();
+            let router = axle::http::router(Arc::clone(server.app()));
             let mut seen = Vec::new();
             for _ in 0..3 {
-                let (cache, body) = get(&router).await;
+                let (status, cache, body) = get(&router, DYNAMIC_PATH).await;
+                assert_eq!(status, 200, "{mode}");
                 seen.push(cache);
                 bodies.push(body);
             }
             assert_eq!(seen, want, "{mode}");
-            let runs = app.pipeline().stats().stage_runs.load(Ordering::SeqCst);
-            let expected_runs = if mode == CacheMode::Incremental {
-                3 + 1 + 1
-            } else {
-                9
-            };
+            let runs = server
+                .app()
+                .pipeline()
+                .stats()
+                .stage_runs
+                .load(Ordering::SeqCst);
             assert_eq!(runs, expected_runs, "{mode}: stage runs");
+            let (_, _, file) = get(&router, ARTICLE).await;
+            assert!(
+                bodies.last() == Some(&file),
+                "{mode}: the page of the file itself"
+            );
+            let (status, _, _) = get(&router, "/dynamic/other.xml").await;
+            assert_eq!(status, 404, "{mode}: the source has one document");
         }
         assert!(
             bodies.windows(2).all(|w| w[0] == w[1]),
@@ -348,6 +329,14 @@ mod tests {
             String::from_utf8_lossy(&bodies[0])
                 .contains("A short history of XML publishing pipelines")
         );
+    }
+
+    #[test]
+    fn a_document_without_a_chain_is_refused_at_start_up() {
+        let samples = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("samples");
+        let refused = VolatileCopy::new(&samples, "/stylesheets/numbering.xml").err();
+        assert!(refused.is_some_and(|e| e.to_string().contains("no <?xml-stylesheet?> PI")),);
+        assert!(VolatileCopy::new(&samples, "/no/such.xml").is_err());
     }
 
     #[test]

@@ -119,8 +119,11 @@ pub struct Builder {
     errors: Vec<BuildError>,
     mounts: Vec<Mount>,
     site_file: SiteFile,
-    overrides: Vec<Box<dyn FnOnce(&mut ServeConfig) + Send>>,
+    overrides: Vec<Override>,
 }
+
+/// A change to the settings, applied after the configuration file's.
+type Override = Box<dyn FnOnce(&mut ServeConfig) + Send>;
 
 /// Which configuration file a builder loads.
 enum SiteFile {

@@ -38,7 +38,7 @@ impl ResultDoc {
     /// indent, ...). The bytes are in the output encoding. Consumes the
     /// result: libxslt edits the tree while serializing HTML.
     ///
-    /// HTML in UTF-8 is written by `csrc/html.c` ([`ResultDoc::save_html`]:
+    /// HTML in UTF-8 is written by `csrc/html.c` (`ResultDoc::save_html`:
     /// the same bytes, about a quarter of the instructions); everything
     /// else by libxslt ([`ResultDoc::serialize_with_libxslt`]).
     pub fn serialize(mut self) -> Result<Vec<u8>, XmlError> {

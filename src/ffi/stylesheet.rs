@@ -43,7 +43,7 @@ pub struct OutputSettings {
 ///
 /// So each transform uses one compiled *instance* by itself: an idle one
 /// when there is one, otherwise a new one compiled from exactly the bytes
-/// the first compile read (kept in a [`Recipe`]). Instances grow to the
+/// the first compile read (kept in a `Recipe`). Instances grow to the
 /// largest number of transforms of this stylesheet that ran at once, which
 /// the transform pool's size bounds, and are reused from then on.
 #[derive(Debug)]

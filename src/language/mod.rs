@@ -8,19 +8,122 @@
 //! stylesheet MIME types to Languages. Besides XSLT and passthru, a
 //! [`FilterLanguage`] runs a configured external command as a stage.
 //!
-//! Writing a Language: implement [`Language::compile`] and [`Stage::run`],
-//! register it with [`Registry::register`] under a MIME type, and name that
-//! type in a document's `<?xml-stylesheet type="..." href="..."?>`. See
-//! `examples/custom_language.rs`.
+//! # Writing a Language in Rust
+//!
+//! Implement [`Language::compile`] and [`Stage::run`], register the
+//! Language under a MIME type, and name that type in a document's
+//! `<?xml-stylesheet type="..." href="..."?>`. A stage reads its input
+//! through [`StageData::with_view`] (a read-only `roxmltree` document,
+//! whatever form the input came in) and writes its output with
+//! [`XmlOut`] (escaping, namespaces, the final Content-Type). This one
+//! marks the links that leave the site, and copies everything else:
+//!
+//! ```
+//! use std::sync::Arc;
+//! use axle::language::{
+//!     Language, LanguageError, Resource, Stage, StageContext, StageData, StageOutput, XmlOut,
+//! };
+//!
+//! /// `<a href="http…">` gets `rel="external"`.
+//! struct ExternalLinks;
+//! struct ExternalLinksStage;
+//!
+//! impl Language for ExternalLinks {
+//!     fn name(&self) -> &str {
+//!         "external-links"
+//!     }
+//!     fn compile(&self, _resource: &Resource<'_>) -> Result<Arc<dyn Stage>, LanguageError> {
+//!         Ok(Arc::new(ExternalLinksStage)) // no configuration to read
+//!     }
+//! }
+//!
+//! impl Stage for ExternalLinksStage {
+//!     fn run(&self, input: StageData, ctx: &StageContext<'_>) -> Result<StageOutput, LanguageError> {
+//!         input.with_view(ctx, |doc| {
+//!             let mut out = XmlOut::with_declaration();
+//!             out.copy_with(doc.root(), |node, attrs| {
+//!                 if node.has_tag_name("a") && attrs.get("href").is_some_and(|h| h.starts_with("http")) {
+//!                     attrs.set("rel", "external");
+//!                 }
+//!             });
+//!             out.finish(ctx) // text/xml; charset=UTF-8 when the stage is the last
+//!         })
+//!     }
+//! }
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! // The stage on one document, as the pipeline runs it (a test would do this).
+//! let root = std::env::temp_dir().canonicalize()?;
+//! let files = axle::provider::FileProvider::new(&root, axle::cache::Fingerprints::default())?;
+//! let (resolver, limits) = (files.resolver(), axle::ffi::Limits::default());
+//! let ctx = StageContext::new("/page.xml", &[], true, &limits, &resolver);
+//! let page = "<p><a href='https://example.org/'>out</a> &amp; <a href='/in'>in</a></p>";
+//! let output = ExternalLinksStage.run(StageData::Bytes(page.into()), &ctx)?;
+//! let StageData::Bytes(bytes) = output.data else { unreachable!("XmlOut writes bytes") };
+//! assert_eq!(
+//!     std::str::from_utf8(&bytes)?,
+//!     "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<p><a href=\"https://example.org/\" \
+//!      rel=\"external\">out</a> &amp; <a href=\"/in\">in</a></p>\n"
+//! );
+//! assert_eq!(output.content_type.as_deref(), Some("text/xml; charset=UTF-8"));
+//!
+//! // Registered next to XSLT and passthru, on the server `axle serve` runs.
+//! let server = axle::Server::builder(&root)
+//!     .no_site_file()
+//!     .language("application/x-external-links", ExternalLinks)
+//!     .build()?;
+//! # drop(server);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Serving it is one more call (the address and mode as `axle serve`'s
+//! defaults; `axle.toml` in the root is loaded):
+//!
+//! ```no_run
+//! # use std::sync::Arc;
+//! # use axle::language::{Language, LanguageError, Resource, Stage};
+//! # struct ExternalLinks;
+//! # impl Language for ExternalLinks {
+//! #     fn name(&self) -> &str { "external-links" }
+//! #     fn compile(&self, _: &Resource<'_>) -> Result<Arc<dyn Stage>, LanguageError> {
+//! #         Err(LanguageError::Failed("see above".into()))
+//! #     }
+//! # }
+//! fn main() -> std::io::Result<()> {
+//!     axle::Server::builder("samples")
+//!         .language("application/x-external-links", ExternalLinks)
+//!         .build()?
+//!         .run()
+//! }
+//! ```
+//!
+//! and a document chains it with XSLT like any other stage (the `href`
+//! names a file under the root even when, as here, the Language reads
+//! nothing from it: its bytes are part of the stage's cache key):
+//!
+//! ```xml
+//! <?xml-stylesheet type="application/x-external-links" href="/stylesheets/links.xml"?>
+//! <?xml-stylesheet type="text/xsl" href="/stylesheets/page.xsl"?>
+//! ```
+//!
+//! A stage must be a pure function of its input, its resource and its
+//! parameters (read other files through [`Resource::read_related`] and
+//! [`StageContext::read_related`], so they are recorded), and its
+//! Language's [`Language::version`] goes up when its output for the same
+//! input changes. `examples/custom_language.rs` is a longer example with a
+//! configuration file.
 
 mod filter;
 mod passthru;
 mod registry;
+mod view;
 mod xslt;
 
 pub use filter::{FilterConfig, FilterError, FilterLanguage};
 pub use passthru::Passthru;
 pub use registry::{Registry, RegistryError};
+pub use view::{Attrs, XML_CONTENT_TYPE, XmlOut, prefixed_name, view_of};
 pub use xslt::Xslt;
 
 use std::path::Path;

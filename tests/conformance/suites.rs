@@ -28,6 +28,17 @@ pub async fn run_suites(
     choice: SuiteChoice,
     progress: bool,
 ) -> Result<RunReport, String> {
+    run_first_cases(conf, choice, progress, usize::MAX).await
+}
+
+/// [`run_suites`] on the first `limit` cases of each chosen manifest (a
+/// short run: `examples/conformance.rs --limit N`).
+pub async fn run_first_cases(
+    conf: &Path,
+    choice: SuiteChoice,
+    progress: bool,
+    limit: usize,
+) -> Result<RunReport, String> {
     let folders: &[&'static str] = match choice {
         SuiteChoice::Both => &["libxslt", "xalan-conf"],
         SuiteChoice::Libxslt => &["libxslt"],
@@ -39,6 +50,7 @@ pub async fn run_suites(
         let started = Instant::now();
         let cases: Vec<Arc<Case>> = load_manifest(conf, folder)?
             .into_iter()
+            .take(limit)
             .map(Arc::new)
             .collect();
         let pipelines = Arc::new(

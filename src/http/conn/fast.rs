@@ -42,7 +42,7 @@ pub enum Fast {
     /// Left it to the service.
     Pass,
     /// Looked it up, found nothing, and left it to the service, which
-    /// finds [`FastMissed`] in the request's extensions (so it need not
+    /// finds `FastMissed` in the request's extensions (so it need not
     /// look again).
     Missed,
 }
