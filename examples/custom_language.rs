@@ -364,8 +364,6 @@ fn main() -> ExitCode {
 mod tests {
     use std::path::{Path, PathBuf};
 
-    use axle::{Registry, ServeConfig};
-
     use axle::CacheMode;
     use axle::cache::Fingerprints;
     use axle::ffi::Limits;

@@ -12,7 +12,6 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use http::{Method, header};
 
 use super::{BoxFuture, Cacheability, DynamicProvider, Produced, SourceError, SourceRequest};
@@ -209,7 +208,7 @@ impl DynamicProvider for CommandSource {
     ) -> BoxFuture<'a, Result<Produced, SourceError>> {
         Box::pin(async move {
             let env = self.environment(request);
-            let stdin = request.body.clone().unwrap_or_else(Bytes::new);
+            let stdin = request.body.clone().unwrap_or_default();
             let (program, runs) = (Arc::clone(&self.program), Arc::clone(&self.runs));
             let wait = self.config.timeout;
             let ran = tokio::task::spawn_blocking(move || {

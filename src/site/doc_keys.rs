@@ -237,7 +237,10 @@ fn documented_keys(reference: &str) -> Keys {
         if line.starts_with('#') {
             place = last_code_span(line)
                 .filter(|s| {
-                    *s == TOP || *s == "limits" || s.starts_with("location") || s.starts_with("filter")
+                    *s == TOP
+                        || *s == "limits"
+                        || s.starts_with("location")
+                        || s.starts_with("filter")
                 })
                 .map(str::to_string);
             continue;
