@@ -4,6 +4,7 @@
 mod support;
 
 mod axkit;
+mod builder;
 mod cache_modes;
 mod cli;
 mod concurrency;
