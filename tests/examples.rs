@@ -413,3 +413,21 @@ impl Got {
         ))
     }
 }
+
+/// The examples in the crate's documentation (the builder, a Language
+/// written with the roxmltree view, the plug-in API) compile and run:
+/// `cargo test --all-targets`, the project's test command, does not run
+/// doc tests, so this test asks Cargo for them.
+#[test]
+fn the_documentation_examples_run() {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| env!("CARGO").into());
+    let mut doc = Command::new(cargo);
+    doc.current_dir(manifest_dir())
+        .args(["test", "--doc", "--quiet"]);
+    let (status, stdout, stderr) = finish(&mut doc).unwrap_or_else(|why| panic!("{why}"));
+    assert!(
+        status.success(),
+        "cargo test --doc failed ({status}):\n{stdout}\n{stderr}"
+    );
+    assert!(stdout.contains("test result: ok"), "{stdout}");
+}
