@@ -6,7 +6,7 @@ use crate::support::{MODES, TestServer};
 use axle::CacheMode;
 use std::path::Path;
 
-const PAGES: [&str; 19] = [
+const PAGES: [&str; 20] = [
     "/",
     "/styles/",
     "/styles/?style=print",
@@ -26,6 +26,7 @@ const PAGES: [&str; 19] = [
     "/formats/latin1.xml",
     "/dynamic/",
     "/dynamic/posted.xml",
+    "/dynamic/mirrored/page.xml",
 ];
 
 fn samples() -> std::path::PathBuf {
@@ -165,7 +166,7 @@ async fn the_dynamic_samples_work_as_their_pages_say() {
     assert_eq!(index.status, 200, "{}", index.text());
     for link in [
         "/live/table?n=7",
-        "/mirror/xml-pipelines.xml",
+        "/mirror/page.xml",
         "/dynamic/shout.xml",
         "/dynamic/posted.xml",
     ] {
@@ -205,11 +206,20 @@ async fn the_dynamic_samples_work_as_their_pages_say() {
         415
     );
 
-    let mirror = server.get("/mirror/xml-pipelines.xml").await;
+    let mirror = server.get("/mirror/page.xml").await;
     assert_eq!(mirror.status, 200, "{}", mirror.text());
     assert_eq!(
         mirror.body,
-        server.get("/articles/xml-pipelines.xml").await.body
+        server.get("/dynamic/mirrored/page.xml").await.body
+    );
+    assert_eq!(
+        server.get("/mirror/page.xml").await.cache(),
+        "hit",
+        "revalidated by its ETag"
+    );
+    assert!(
+        posted.text().contains("curl -s -X POST"),
+        "the posted page carries its curl line"
     );
 
     let shout = server.get("/dynamic/shout.xml").await;
