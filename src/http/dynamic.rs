@@ -57,6 +57,7 @@ pub(super) async fn respond(
     let chosen = choose::choose(location, &headers, query, None);
     let mut req = render_request(location, &chosen, params(location, query, &[]));
     req.uncacheable_source = !produced.cacheable;
+    req.source_is_variant = mount.client_document;
     match app
         .pipeline
         .render_generated(&generated, produced.bytes, &req)

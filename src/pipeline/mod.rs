@@ -150,6 +150,14 @@ pub struct RenderRequest {
     /// lets them hit, but the response is never a plain `hit` (the source
     /// itself was produced again: `partial N/N`). Never memoized.
     pub uncacheable_source: bool,
+    /// For a generated source ([`Pipeline::render_generated`]): are its
+    /// bytes the client's choice (a request body)? Then each distinct
+    /// source is a variant of its URL for `max-per-url`, so one client
+    /// cannot hold every thread with new bodies. Otherwise (a program's or
+    /// an upstream's output, a directory listing) only the request's
+    /// params, style and media make a variant, and concurrent requests of
+    /// one URL share a turn however their sources differ.
+    pub source_is_variant: bool,
 }
 
 impl RenderRequest {
@@ -332,9 +340,12 @@ impl Pipeline {
             hash: Some(hash),
         };
         let budget = RequestBudget::new(&self.render_limits);
-        let mut first = [0u8; 8];
-        first.copy_from_slice(&hash.as_bytes()[..8]);
-        let variant = admission::variant(req) ^ u64::from_le_bytes(first);
+        let mut variant = admission::variant(req);
+        if req.source_is_variant {
+            let mut first = [0u8; 8];
+            first.copy_from_slice(&hash.as_bytes()[..8]);
+            variant ^= u64::from_le_bytes(first);
+        }
         let _admitted = self.admission.admit(located.path.url(), variant).await?;
         let cancel = budget.cancel_on_drop();
         let rendered = self.render_once(&located, req, Some(source), &budget).await;
