@@ -192,14 +192,11 @@ impl DynamicProvider for CommandSource {
     }
 
     fn memo_key(&self, request: &SourceRequest) -> Option<Vec<u8>> {
-        let mut key = Vec::new();
-        for (name, value) in self.environment(request) {
-            for part in [name, value] {
-                key.extend_from_slice(&(part.len() as u64).to_le_bytes());
-                key.extend_from_slice(part.as_bytes());
-            }
-        }
-        Some(key)
+        // Everything the program is told about the request.
+        let env = self.environment(request);
+        Some(super::memo_key(env.iter().flat_map(|(name, value)| {
+            [Some(name.as_bytes()), Some(value.as_bytes())]
+        })))
     }
 
     fn produce<'a>(

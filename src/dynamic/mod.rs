@@ -94,6 +94,18 @@ pub struct Produced {
     pub cacheable: bool,
 }
 
+/// A memo key made of `parts`, each length-prefixed (so no two lists of
+/// parts give one key); `None` parts (a header not sent) are marked apart
+/// from empty ones.
+pub fn memo_key<'a>(parts: impl IntoIterator<Item = Option<&'a [u8]>>) -> Vec<u8> {
+    let mut key = Vec::new();
+    for part in parts {
+        key.extend_from_slice(&part.map_or(u64::MAX, |p| p.len() as u64).to_le_bytes());
+        key.extend_from_slice(part.unwrap_or_default());
+    }
+    key
+}
+
 /// A source of documents that produces one per request.
 pub trait DynamicProvider: Send + Sync + 'static {
     /// A short description for logs and the status of errors

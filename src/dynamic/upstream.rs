@@ -38,20 +38,18 @@ impl DynamicProvider for UpstreamSource {
     }
 
     fn memo_key(&self, request: &SourceRequest) -> Option<Vec<u8>> {
-        let mut key = Vec::new();
-        for part in [
-            request.path_below.as_str(),
-            request.query.as_deref().unwrap_or(""),
-        ] {
-            key.extend_from_slice(&(part.len() as u64).to_le_bytes());
-            key.extend_from_slice(part.as_bytes());
-        }
-        for name in &self.upstream.config().headers {
-            let value = request.headers.get(name.as_str()).map(|v| v.as_bytes());
-            key.extend_from_slice(&(value.map_or(u64::MAX, |v| v.len() as u64)).to_le_bytes());
-            key.extend_from_slice(value.unwrap_or_default());
-        }
-        Some(key)
+        // The path and query put into the URL, and the headers forwarded.
+        let url = [
+            Some(request.path_below.as_bytes()),
+            Some(request.query.as_deref().unwrap_or("").as_bytes()),
+        ];
+        let headers = self
+            .upstream
+            .config()
+            .headers
+            .iter()
+            .map(|name| request.headers.get(name.as_str()).map(|v| v.as_bytes()));
+        Some(super::memo_key(url.into_iter().chain(headers)))
     }
 
     fn produce<'a>(

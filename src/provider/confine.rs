@@ -278,7 +278,12 @@ fn confine_missing(
     if !dir.is_dir() {
         return Err(not_found());
     }
-    let abs = dir.join(name);
+    unread(root, dir.join(name), url_path)
+}
+
+/// A path under `root` that is never read through (a missing name, a
+/// generated document's URL): its root-relative and URL forms.
+fn unread(root: &Path, abs: PathBuf, url_path: &str) -> Result<ConfinedPath, ProviderError> {
     let Ok(inside) = abs.strip_prefix(root) else {
         return Err(ProviderError::Outside(url_path.to_string()));
     };
@@ -423,20 +428,8 @@ pub fn generated_path(root: &Path, url_path: &str) -> Result<ConfinedPath, Provi
     let decoded = percent_encoding::percent_decode_str(url_path)
         .decode_utf8()
         .map_err(|_| ProviderError::NotFound(url_path.to_string()))?;
-    let abs = joined(root, &decoded, url_path)?;
-    let inside = abs
-        .strip_prefix(root)
-        .map_err(|_| ProviderError::Outside(url_path.to_string()))?;
-    let rel = rel_of(inside);
-    let url = url_of(inside, &rel);
-    Ok(ConfinedPath {
-        abs,
-        rel,
-        url,
-        named: Named(None),
-        // Never read through: the document's bytes come with it.
-        missing: true,
-    })
+    // Never read through: the document's bytes come with it.
+    unread(root, joined(root, &decoded, url_path)?, url_path)
 }
 
 /// `inside` (a path under the root) as a root-relative path: `/` and its

@@ -149,6 +149,20 @@ impl Resp {
     }
 }
 
+impl Resp {
+    /// A response read whole.
+    pub async fn of(r: reqwest::Response) -> Resp {
+        let status = r.status().as_u16();
+        let headers = r.headers().clone();
+        let body = r.bytes().await.unwrap().to_vec();
+        Resp {
+            status,
+            headers,
+            body,
+        }
+    }
+}
+
 /// A running server.
 pub struct TestServer {
     pub addr: SocketAddr,
@@ -242,15 +256,7 @@ impl TestServer {
         for (k, v) in headers {
             req = req.header(*k, *v);
         }
-        let r = req.send().await.unwrap();
-        let status = r.status().as_u16();
-        let headers = r.headers().clone();
-        let body = r.bytes().await.unwrap().to_vec();
-        Resp {
-            status,
-            headers,
-            body,
-        }
+        Resp::of(req.send().await.unwrap()).await
     }
 
     /// A request with a body.
@@ -265,15 +271,7 @@ impl TestServer {
         for (k, v) in headers {
             req = req.header(*k, *v);
         }
-        let r = req.send().await.unwrap();
-        let status = r.status().as_u16();
-        let headers = r.headers().clone();
-        let body = r.bytes().await.unwrap().to_vec();
-        Resp {
-            status,
-            headers,
-            body,
-        }
+        Resp::of(req.send().await.unwrap()).await
     }
 
     /// POSTs `body` as `content_type`.
