@@ -145,15 +145,7 @@ async fn send(
     if let Some(b) = body {
         req = req.body(b.to_string());
     }
-    let r = req.send().await.unwrap();
-    let status = r.status().as_u16();
-    let headers = r.headers().clone();
-    let body = r.bytes().await.unwrap().to_vec();
-    Resp {
-        status,
-        headers,
-        body,
-    }
+    Resp::of(req.send().await.unwrap()).await
 }
 
 /// A stylesheet that appends `name` to the (normalized) text of its input's
