@@ -57,7 +57,14 @@ impl DynamicProvider for PostSource {
     ) -> BoxFuture<'a, Result<Produced, SourceError>> {
         Box::pin(async move {
             let body = request.body.clone().unwrap_or_default();
-            let bytes = document(&request.headers, body, self.config.max_body)?;
+            let headers = request.headers.clone();
+            let max = self.config.max_body;
+            // Decoding and parsing a body of up to max-body bytes is a few
+            // milliseconds of CPU: off the connection threads, which serve
+            // hits meanwhile.
+            let bytes = tokio::task::spawn_blocking(move || document(&headers, body, max))
+                .await
+                .map_err(|e| SourceError::Failed(format!("the body check failed: {e}")))??;
             Ok(Produced {
                 bytes,
                 cacheable: false,
