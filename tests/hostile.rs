@@ -287,6 +287,33 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
+/// Raw request bytes with `@CANARY@` replaced by the canary's port, in
+/// the head and the body, and a `Content-Length` that said the body's size
+/// before the replacement saying it after.
+fn with_canary(raw: &[u8], port: u16) -> Vec<u8> {
+    let text = String::from_utf8_lossy(raw);
+    if !text.contains("@CANARY@") {
+        return raw.to_vec();
+    }
+    let port = port.to_string();
+    let Some(split) = text.find("\r\n\r\n") else {
+        return text.replace("@CANARY@", &port).into_bytes();
+    };
+    let (head, body) = (&text[..split], &text[split + 4..]);
+    let body = body.replace("@CANARY@", &port);
+    let head: Vec<String> = head
+        .replace("@CANARY@", &port)
+        .split("\r\n")
+        .map(|line| match line.split_once(':') {
+            Some((name, _)) if name.eq_ignore_ascii_case("content-length") => {
+                format!("{name}: {}", body.len())
+            }
+            _ => line.to_string(),
+        })
+        .collect();
+    format!("{}\r\n\r\n{body}", head.join("\r\n")).into_bytes()
+}
+
 fn get(path: &str) -> Vec<u8> {
     format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").into_bytes()
 }
@@ -721,8 +748,13 @@ fn hostile_corpus() {
         let timeout = Duration::from_secs(case.timeout.unwrap_or(10));
         let hits_before = canary.hits.load(Ordering::SeqCst);
         let answer = match (&case.get, &case.raw, &case.r#gen) {
-            (Some(path), None, None) => exchange(server.addr, get(path), timeout),
-            (None, Some(raw), None) => exchange(server.addr, latin1(raw), timeout),
+            (Some(path), None, None) => {
+                let path = path.replace("@CANARY@", &canary.port.to_string());
+                exchange(server.addr, get(&path), timeout)
+            }
+            (None, Some(raw), None) => {
+                exchange(server.addr, with_canary(&latin1(raw), canary.port), timeout)
+            }
             (None, None, Some(name)) => generated(name, server.addr, timeout),
             _ => panic!("{}: exactly one of get, raw, gen", case.name),
         };
