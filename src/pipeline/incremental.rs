@@ -42,8 +42,10 @@ impl Pipeline {
         source: Option<Source>,
         source_hash: ContentHash,
         validators: &mut Vec<Dep>,
+        produced: bool,
     ) -> Result<Rendered, PipelineError> {
         let walk = Walk {
+            keep_elided: produced,
             response_key: job.response_key(source_hash),
             uncacheable_stage: job.stages.iter().any(|s| !s.stage.cacheable()),
             job: Arc::new(job),
@@ -129,7 +131,7 @@ impl Pipeline {
             // store, usable only through what is stored (or being computed)
             // under this stage's key.
             let mut input = match (carried.take(), &previous) {
-                (Some(tree), Some((_, p))) if p.elided => Some(Input::Tree {
+                (Some(tree), Some((_, p))) if p.elided && !walk.keep_elided => Some(Input::Tree {
                     tree,
                     make_whole: Some(Arc::clone(p)),
                 }),
@@ -284,6 +286,7 @@ impl Pipeline {
         let job = Arc::clone(&walk.job);
         let is_final = index + 1 == job.stages.len();
         let store = self.store.clone();
+        let keep_elided = walk.keep_elided;
         self.pool
             .run(move || {
                 let previous_whole = match (&make_whole, &input) {
@@ -295,7 +298,7 @@ impl Pipeline {
                 if let Some(doc) = tree.as_ref().filter(|_| entry.elided) {
                     if whole {
                         entry = job.made_whole_or_error(index, &entry, doc)?;
-                    } else if !job.next_looks_cut_off(index, entry.hash, &store) {
+                    } else if !keep_elided && !job.next_looks_cut_off(index, entry.hash, &store) {
                         // The next stage runs from this tree and the entry
                         // would be made whole then: make it now, and store
                         // it once. Best effort, as above.
@@ -337,6 +340,13 @@ struct Walk<'a> {
     response_key: Key,
     /// Does a stage of the chain say it may not be cached?
     uncacheable_stage: bool,
+    /// A source produced per request (uncacheable): its intermediate
+    /// outputs are stored elided, never serialized. A source that changes
+    /// on every request would pay for serializing outputs no request reads
+    /// again; one that repeats is answered by the response key, and one
+    /// whose first stages repeat (a volatile part dropped) by the trace.
+    /// A later request that needs such an output as input walks whole.
+    keep_elided: bool,
 }
 
 /// Why an incremental walk's computation stopped.

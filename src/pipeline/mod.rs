@@ -571,7 +571,14 @@ impl Pipeline {
             }
             CacheMode::Incremental => {
                 let mut out = self
-                    .render_incremental(job, located, source, source_hash, &mut validators)
+                    .render_incremental(
+                        job,
+                        located,
+                        source,
+                        source_hash,
+                        &mut validators,
+                        req.uncacheable_source,
+                    )
                     .await?;
                 if req.uncacheable_source && out.cache == CacheStatus::Hit {
                     // Every stage was reused, but the source was produced
