@@ -297,6 +297,14 @@ impl Upstream {
         &self.config
     }
 
+    /// The URL [`Upstream::fetch`] would request for `path` and `query`
+    /// (its checks, without I/O): reachable for the `upstream_path` fuzz
+    /// target (`fuzz/`); not an API.
+    #[doc(hidden)]
+    pub fn request_url(&self, path: &str, query: Option<&str>) -> Result<Uri, UpstreamError> {
+        self.target.url(path, query).map_err(UpstreamError::BadPath)
+    }
+
     /// Fetches the source for `path`, the request path below the
     /// location's prefix (`""` or starting with `/`, normalized and
     /// percent-encoded as received), with the request's `query` appended
@@ -315,10 +323,7 @@ impl Upstream {
         headers: &HeaderMap,
     ) -> Result<Fetched, UpstreamError> {
         let started = Instant::now();
-        let url = self
-            .target
-            .url(path, query)
-            .map_err(UpstreamError::BadPath)?;
+        let url = self.request_url(path, query)?;
         let forwarded = self.forwarded(headers);
         let key = memo::key(&url.to_string(), &forwarded);
         let remembered = self.memo.get(&key);

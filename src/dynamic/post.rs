@@ -68,7 +68,7 @@ impl DynamicProvider for PostSource {
 
 /// The document a POST carries: its type checked, decoded, and checked for
 /// well-formedness.
-fn document(headers: &http::HeaderMap, body: Bytes, max: u64) -> Result<Bytes, SourceError> {
+pub fn document(headers: &http::HeaderMap, body: Bytes, max: u64) -> Result<Bytes, SourceError> {
     check_type(headers.get(header::CONTENT_TYPE))?;
     let bytes = decode(headers.get(header::CONTENT_ENCODING), body, max)?;
     check_well_formed(&bytes, max)?;
