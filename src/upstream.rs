@@ -315,7 +315,7 @@ impl Upstream {
     /// raw non-ASCII byte or a malformed `%` escape, or a segment that is
     /// `.` or `..` (before any `;`), or holds `/`, `\` or a control
     /// character, in any of three rounds of percent-decoding; a query with
-    /// `#`, a space, a control character or a raw non-ASCII byte.
+    /// `#`, `\`, a space, a control character or a raw non-ASCII byte.
     pub async fn fetch(
         &self,
         path: &str,
