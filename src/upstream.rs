@@ -314,7 +314,8 @@ impl Upstream {
     /// `//`, holding `\`, `@`, `#`, `?`, a space, a control character, a
     /// raw non-ASCII byte or a malformed `%` escape, or a segment that is
     /// `.` or `..` (before any `;`), or holds `/`, `\` or a control
-    /// character, in any of three rounds of percent-decoding; a query with
+    /// character, in any of three rounds of percent-decoding, or could
+    /// still be decoded after those three; a query with
     /// `#`, `\`, a space, a control character or a raw non-ASCII byte.
     pub async fn fetch(
         &self,
