@@ -313,8 +313,9 @@ impl Upstream {
     /// Refused with `BadPath`: a path not starting with `/`, starting with
     /// `//`, holding `\`, `@`, `#`, `?`, a space, a control character, a
     /// raw non-ASCII byte or a malformed `%` escape, or a segment that is
-    /// `.` or `..` (before any `;`), or holds `/`, `\` or a control
-    /// character, in any of three rounds of percent-decoding, or could
+    /// `.` or `..` (before any `;`), or holds `/`, `\`, a control
+    /// character or an overlong UTF-8 sequence (`%c0%ae`), in any of three
+    /// rounds of percent-decoding, or could
     /// still be decoded after those three; a query with
     /// `#`, `\`, a space, a control character or a raw non-ASCII byte.
     pub async fn fetch(

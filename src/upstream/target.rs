@@ -326,6 +326,9 @@ fn check_path(path: &str) -> Result<(), &'static str> {
             {
                 return Err("an encoded /, \\ or control character in the path");
             }
+            if round > 0 && has_overlong(&bytes) {
+                return Err("an encoded overlong UTF-8 sequence in the path");
+            }
             if !bytes.contains(&b'%') {
                 break;
             }
@@ -341,6 +344,18 @@ fn check_path(path: &str) -> Result<(), &'static str> {
         }
     }
     Ok(())
+}
+
+/// Does `bytes` hold the start of an overlong UTF-8 sequence (`C0 80..BF`,
+/// `C1 80..BF`, `E0 80..9F`, `F0 80..8F`)? Never valid UTF-8, and read by
+/// lenient decoders as the shorter character it spells (`%c0%ae` as `.`).
+fn has_overlong(bytes: &[u8]) -> bool {
+    bytes.iter().enumerate().any(|(i, &b)| {
+        let next = bytes.get(i + 1).copied().unwrap_or(0);
+        (matches!(b, 0xC0 | 0xC1) && (0x80..=0xBF).contains(&next))
+            || (b == 0xE0 && (0x80..=0x9F).contains(&next))
+            || (b == 0xF0 && (0x80..=0x8F).contains(&next))
+    })
 }
 
 /// Does `bytes` hold a `%` and two hex digits (something a percent-decoding
@@ -471,6 +486,13 @@ mod tests {
             "/%2525252e%2525252e/x",
             "/a%2525252f..%2525252fb",
             "/%25252541",
+            // Found by the upstream_path fuzz target: overlong UTF-8 forms
+            // of `.`, which lenient decoders read as dots.
+            "/%c0%ae%c0%ae/x",
+            "/%C1%9C",
+            "/%e0%80%ae%e0%80%ae/x",
+            "/%f0%80%80%ae/x",
+            "/%25c0%25ae%25c0%25ae/x",
             "/..;/x",
             "/%2e%2e;a/x",
             "/a%2f..%2fb",
@@ -494,7 +516,18 @@ mod tests {
             assert!(t.url("/x", Some(query)).is_err(), "{query:?} accepted");
         }
         for path in [
-            "/a/.../b", "/a..b", "/%2e%2ex", "/a/b;c", "/a//b", "/~u/%41", "/%252541", "/%25zz",
+            "/a/.../b",
+            "/a..b",
+            "/%2e%2ex",
+            "/a/b;c",
+            "/a//b",
+            "/~u/%41",
+            "/%252541",
+            "/%25zz",
+            "/caf%C3%A9",
+            "/%e0%a4%85",
+            "/%f0%9f%98%80",
+            "/%e9",
         ] {
             assert!(t.url(path, None).is_ok(), "{path:?} refused");
         }
