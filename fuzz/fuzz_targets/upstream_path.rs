@@ -7,7 +7,8 @@
 //! port; its path must be the template's with the request path put in
 //! as given, so it starts with the template's prefix; no segment may be
 //! `.` or `..` (before any `;`) after any number of percent-decodings
-//! (split at `/` and `\` after each); it must hold no raw `\`, `#`,
+//! (split at `/` and `\` after each, and also with overlong UTF-8 forms
+//! of ASCII read as that ASCII, as lenient decoders do); it must hold no raw `\`, `#`,
 //! space, control character or non-ASCII byte; and a WHATWG URL parser
 //! (the `url` crate, as browsers and many proxies read URLs) must find
 //! the same host and port and a path under the prefix.
@@ -92,19 +93,53 @@ fn decode(bytes: &[u8]) -> Vec<u8> {
     out
 }
 
+/// The bytes as a lenient UTF-8 decoder reads them (old servers did, and
+/// some still do): an overlong sequence for an ASCII character (`C0 AE`,
+/// `E0 80 AE`, `F0 80 80 AE` for `.`) becomes that character.
+fn lenient(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        let (len, lead) = match b {
+            0xC0..=0xDF => (2, u32::from(b & 0x1F)),
+            0xE0..=0xEF => (3, u32::from(b & 0x0F)),
+            0xF0..=0xF7 => (4, u32::from(b & 0x07)),
+            _ => (1, 0),
+        };
+        let tail = bytes.get(i + 1..i + len).unwrap_or(&[]);
+        if len > 1 && tail.len() == len - 1 && tail.iter().all(|&c| c & 0xC0 == 0x80) {
+            let value = tail
+                .iter()
+                .fold(lead, |v, &c| (v << 6) | u32::from(c & 0x3F));
+            if value < 0x80 {
+                out.push(value as u8);
+                i += len;
+                continue;
+            }
+        }
+        out.push(b);
+        i += 1;
+    }
+    out
+}
+
 /// Panics if a segment of `path` is `.` or `..` (before any `;`) after any
-/// number of percent-decodings of the whole path.
+/// number of percent-decodings of the whole path, read as it is or
+/// leniently ([`lenient`]).
 fn no_dot_segments(path: &str, input: &str) {
     let mut bytes = path.as_bytes().to_vec();
     // Each round that changes anything shortens the bytes: this ends.
     loop {
-        for segment in bytes.split(|&b| b == b'/' || b == b'\\') {
-            let name = segment.split(|&b| b == b';').next().unwrap_or(&[]);
-            assert!(
-                name != b"." && name != b"..",
-                "{input:?}: a dot segment in {path:?} once decoded to {:?}",
-                String::from_utf8_lossy(&bytes)
-            );
+        for form in [bytes.clone(), lenient(&bytes)] {
+            for segment in form.split(|&b| b == b'/' || b == b'\\') {
+                let name = segment.split(|&b| b == b';').next().unwrap_or(&[]);
+                assert!(
+                    name != b"." && name != b"..",
+                    "{input:?}: a dot segment in {path:?} once decoded to {:?}",
+                    String::from_utf8_lossy(&form)
+                );
+            }
         }
         let next = decode(&bytes);
         if next == bytes {
