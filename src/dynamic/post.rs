@@ -199,49 +199,82 @@ fn names_external_subset(text: &str) -> bool {
     after_name.starts_with("SYSTEM") || after_name.starts_with("PUBLIC")
 }
 
-/// The body as text for the check: UTF-8, or decoded by its byte-order
-/// mark or the encoding its XML declaration names.
+/// The body as text for the check, read as libxml2 will read it when a
+/// stage parses it: by its byte-order mark (UTF-8 or UTF-16; an encoding
+/// its XML declaration names must then be the same), else by the encoding
+/// its XML declaration names (one that keeps ASCII as ASCII, or UTF-8),
+/// else as UTF-8. The check must see the characters libxml2 will: valid
+/// UTF-8 bytes declared as UTF-7 are other markup to libxml2 (`+ADw-` is
+/// `<`), so an encoding Axle cannot decode is refused, not guessed.
 fn text_of(bytes: &[u8]) -> Result<std::borrow::Cow<'_, str>, SourceError> {
-    if let Some((encoding, _)) = encoding_rs::Encoding::for_bom(bytes) {
-        let (text, _, _) = encoding.decode(bytes);
+    use encoding_rs::{Encoding, UTF_8, UTF_16BE, UTF_16LE};
+    let invalid = |encoding: &'static Encoding| {
+        SourceError::BadRequest(format!("the request body is not valid {}", encoding.name()))
+    };
+    let unsupported = |label: &str, why: &str| {
+        SourceError::BadRequest(format!(
+            "the request body's XML declaration names the encoding {label:?}, {why}: send UTF-8"
+        ))
+    };
+    if let Some((encoding, bom)) = Encoding::for_bom(bytes) {
+        let text = encoding
+            .decode_without_bom_handling_and_without_replacement(&bytes[bom..])
+            .ok_or_else(|| invalid(encoding))?;
+        if let Some(label) = declared_encoding(text.as_bytes()) {
+            let named = Encoding::for_label(label.as_bytes());
+            let utf16 = encoding == UTF_16LE || encoding == UTF_16BE;
+            let agrees = named == Some(encoding)
+                || (utf16
+                    && (label.eq_ignore_ascii_case("utf-16")
+                        || label.eq_ignore_ascii_case("utf16")));
+            if !agrees {
+                return Err(unsupported(
+                    label,
+                    &format!("but it starts with a {} byte-order mark", encoding.name()),
+                ));
+            }
+        }
         return Ok(text);
     }
-    if let Ok(text) = std::str::from_utf8(bytes) {
-        return Ok(std::borrow::Cow::Borrowed(text));
-    }
-    let declared = declared_encoding(bytes)
-        .and_then(|label| encoding_rs::Encoding::for_label(label.as_bytes()));
-    match declared {
-        Some(encoding) if encoding != encoding_rs::UTF_8 => {
-            let (text, _, had_errors) = encoding.decode(bytes);
-            if had_errors {
-                return Err(SourceError::BadRequest(format!(
-                    "the request body is not valid {}",
-                    encoding.name()
-                )));
+    let encoding = match declared_encoding(bytes) {
+        None => UTF_8,
+        Some(label) => match Encoding::for_label(label.as_bytes()) {
+            None => return Err(unsupported(label, "which Axle cannot read")),
+            Some(e) if e == UTF_16LE || e == UTF_16BE => {
+                return Err(unsupported(label, "but it has no byte-order mark"));
             }
-            Ok(text)
-        }
-        _ => Err(SourceError::BadRequest(
+            Some(e) if !e.is_ascii_compatible() => {
+                return Err(unsupported(label, "which does not keep ASCII as ASCII"));
+            }
+            Some(e) => e,
+        },
+    };
+    match encoding.decode_without_bom_handling_and_without_replacement(bytes) {
+        Some(text) => Ok(text),
+        None if encoding == UTF_8 => Err(SourceError::BadRequest(
             "the request body is not UTF-8 and its XML declaration names no other encoding".into(),
         )),
+        None => Err(invalid(encoding)),
     }
 }
 
-/// The `encoding` pseudo-attribute of an XML declaration at the start.
-fn declared_encoding(bytes: &[u8]) -> Option<String> {
-    let head = &bytes[..bytes.len().min(200)];
-    let head = String::from_utf8_lossy(head);
-    let decl = head.strip_prefix("<?xml")?;
-    let decl = &decl[..decl.find("?>")?];
+/// The `encoding` pseudo-attribute of an XML declaration at the very start
+/// (`<?xml` and white space, up to the first `?>`), however long it is.
+fn declared_encoding(bytes: &[u8]) -> Option<&str> {
+    let rest = bytes.strip_prefix(b"<?xml")?;
+    if !matches!(rest.first(), Some(b' ' | b'\t' | b'\r' | b'\n')) {
+        return None;
+    }
+    let end = rest.windows(2).position(|w| w == b"?>")?;
+    let decl = std::str::from_utf8(&rest[..end]).ok()?;
     let at = decl.find("encoding")?;
-    let rest = decl[at + "encoding".len()..]
+    let value = decl[at + "encoding".len()..]
         .trim_start()
-        .strip_prefix('=')?;
-    let rest = rest.trim_start();
-    let quote = rest.chars().next().filter(|c| *c == '"' || *c == '\'')?;
-    let value = &rest[1..];
-    Some(value[..value.find(quote)?].to_string())
+        .strip_prefix('=')?
+        .trim_start();
+    let quote = value.chars().next().filter(|c| *c == '"' || *c == '\'')?;
+    let value = &value[1..];
+    Some(&value[..value.find(quote)?])
 }
 
 #[cfg(test)]
@@ -434,6 +467,67 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e.status(), 400);
+    }
+
+    #[test]
+    fn encodings_are_read_as_libxml2_reads_them() {
+        let check = |body: &[u8]| {
+            document(
+                &headers(Some("application/xml"), None),
+                Bytes::copy_from_slice(body),
+                1000,
+            )
+        };
+        // Found by the post_body fuzz target's seeds: valid UTF-8, so the
+        // check read it as UTF-8 and saw a comment, while libxml2 decodes
+        // UTF-7 and saw <!DOCTYPE a SYSTEM "x.dtd"> (and loaded x.dtd).
+        let utf7 = b"<?xml version=\"1.0\" encoding=\"UTF-7\"?><!--+AC0-+AC0-+AD4-+ADw-+ACE-DOCTYPE a SYSTEM +ACI-x.dtd+ACI-+AD4-+ADw-+ACE-+AC0-+AC0--><a/>";
+        let mut long = b"<?xml version=\"1.0\"".to_vec();
+        long.extend_from_slice(&[b' '; 300]);
+        long.extend_from_slice(b"encoding=\"UTF-7\"?><a/>");
+        for (body, says) in [
+            (&utf7[..], "UTF-7"),
+            // The encoding named past the first 200 bytes was not read.
+            (&long[..], "UTF-7"),
+            (
+                b"\xef\xbb\xbf<?xml version=\"1.0\" encoding=\"UTF-7\"?><a/>",
+                "byte-order mark",
+            ),
+            (
+                b"<?xml version=\"1.0\" encoding=\"UTF-16\"?><a/>",
+                "no byte-order mark",
+            ),
+            (
+                b"<?xml version=\"1.0\" encoding=\"ISO-2022-JP\"?><a/>",
+                "ASCII",
+            ),
+            (
+                b"<?xml version=\"1.0\" encoding=\"IBM037\"?><a/>",
+                "cannot read",
+            ),
+            (
+                b"<?xml version=\"1.0\" encoding=\"Shift_JIS\"?><a>\x81</a>",
+                "Shift_JIS",
+            ),
+        ] {
+            let e = check(body).unwrap_err();
+            assert_eq!(e.status(), 400, "{e}");
+            assert!(e.to_string().contains(says), "{e}");
+        }
+        let mut utf16 = vec![0xFF, 0xFE];
+        for unit in "<?xml version=\"1.0\" encoding=\"UTF-16\"?><a>\u{e9}</a>".encode_utf16() {
+            utf16.extend_from_slice(&unit.to_le_bytes());
+        }
+        for body in [
+            &utf16[..],
+            b"\xef\xbb\xbf<?xml version=\"1.0\" encoding=\"utf-8\"?><a/>",
+            b"<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?><a>caf\xc3\xa9</a>",
+            b"<?xml version=\"1.0\" encoding=\"Shift_JIS\"?><a>\x83\x65</a>",
+            b"<?xml-stylesheet href=\"s.xsl\" encoding=\"UTF-7\"?><a/>",
+        ] {
+            let out = check(body);
+            assert!(out.is_ok(), "{:?}: {out:?}", String::from_utf8_lossy(body));
+        }
     }
 
     #[test]
