@@ -297,6 +297,14 @@ impl Upstream {
         &self.config
     }
 
+    /// The URL [`Upstream::fetch`] would request for `path` and `query`
+    /// (its checks, without I/O): reachable for the `upstream_path` fuzz
+    /// target (`fuzz/`); not an API.
+    #[doc(hidden)]
+    pub fn request_url(&self, path: &str, query: Option<&str>) -> Result<Uri, UpstreamError> {
+        self.target.url(path, query).map_err(UpstreamError::BadPath)
+    }
+
     /// Fetches the source for `path`, the request path below the
     /// location's prefix (`""` or starting with `/`, normalized and
     /// percent-encoded as received), with the request's `query` appended
@@ -305,9 +313,11 @@ impl Upstream {
     /// Refused with `BadPath`: a path not starting with `/`, starting with
     /// `//`, holding `\`, `@`, `#`, `?`, a space, a control character, a
     /// raw non-ASCII byte or a malformed `%` escape, or a segment that is
-    /// `.` or `..` (before any `;`), or holds `/`, `\` or a control
-    /// character, in any of three rounds of percent-decoding; a query with
-    /// `#`, a space, a control character or a raw non-ASCII byte.
+    /// `.` or `..` (before any `;`), or holds `/`, `\`, a control
+    /// character or an overlong UTF-8 sequence (`%c0%ae`), in any of three
+    /// rounds of percent-decoding, or could
+    /// still be decoded after those three; a query with
+    /// `#`, `\`, a space, a control character or a raw non-ASCII byte.
     pub async fn fetch(
         &self,
         path: &str,
@@ -315,10 +325,7 @@ impl Upstream {
         headers: &HeaderMap,
     ) -> Result<Fetched, UpstreamError> {
         let started = Instant::now();
-        let url = self
-            .target
-            .url(path, query)
-            .map_err(UpstreamError::BadPath)?;
+        let url = self.request_url(path, query)?;
         let forwarded = self.forwarded(headers);
         let key = memo::key(&url.to_string(), &forwarded);
         let remembered = self.memo.get(&key);

@@ -100,61 +100,67 @@ impl CommandSource {
 
     /// The CGI-style variables for `request`.
     fn environment(&self, request: &SourceRequest) -> Vec<(String, String)> {
-        let mut env = vec![
-            ("GATEWAY_INTERFACE".to_string(), "CGI/1.1".to_string()),
-            ("SERVER_PROTOCOL".to_string(), "HTTP/1.1".to_string()),
-            (
-                "SERVER_SOFTWARE".to_string(),
-                format!("axle/{}", env!("CARGO_PKG_VERSION")),
-            ),
-            ("REQUEST_METHOD".to_string(), request.method.to_string()),
-            (
-                "QUERY_STRING".to_string(),
-                request.query.clone().unwrap_or_default(),
-            ),
-            ("PATH_INFO".to_string(), request.path_info.clone()),
-            (
-                "SCRIPT_NAME".to_string(),
-                request
-                    .path
-                    .strip_suffix(request.path_below.as_str())
-                    .unwrap_or("")
-                    .to_string(),
-            ),
-            ("REQUEST_URI".to_string(), request_uri(request)),
-        ];
-        if let Some(body) = &request.body {
-            env.push(("CONTENT_LENGTH".to_string(), body.len().to_string()));
-            if let Some(t) = request
-                .headers
-                .get(header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-            {
-                env.push(("CONTENT_TYPE".to_string(), t.to_string()));
-            }
-        }
-        for name in &self.config.headers {
-            let Some(value) = request
-                .headers
-                .get(name.as_str())
-                .and_then(|v| v.to_str().ok())
-            else {
-                continue;
-            };
-            let var: String = name
-                .chars()
-                .map(|c| {
-                    if c == '-' {
-                        '_'
-                    } else {
-                        c.to_ascii_uppercase()
-                    }
-                })
-                .collect();
-            env.push((format!("HTTP_{var}"), value.to_string()));
-        }
-        env
+        environment(&self.config.headers, request)
     }
+}
+
+/// The CGI-style variables for `request`, with `headers` (configured
+/// names) passed as `HTTP_*`.
+pub fn environment(headers: &[String], request: &SourceRequest) -> Vec<(String, String)> {
+    let mut env = vec![
+        ("GATEWAY_INTERFACE".to_string(), "CGI/1.1".to_string()),
+        ("SERVER_PROTOCOL".to_string(), "HTTP/1.1".to_string()),
+        (
+            "SERVER_SOFTWARE".to_string(),
+            format!("axle/{}", env!("CARGO_PKG_VERSION")),
+        ),
+        ("REQUEST_METHOD".to_string(), request.method.to_string()),
+        (
+            "QUERY_STRING".to_string(),
+            request.query.clone().unwrap_or_default(),
+        ),
+        ("PATH_INFO".to_string(), request.path_info.clone()),
+        (
+            "SCRIPT_NAME".to_string(),
+            request
+                .path
+                .strip_suffix(request.path_below.as_str())
+                .unwrap_or("")
+                .to_string(),
+        ),
+        ("REQUEST_URI".to_string(), request_uri(request)),
+    ];
+    if let Some(body) = &request.body {
+        env.push(("CONTENT_LENGTH".to_string(), body.len().to_string()));
+        if let Some(t) = request
+            .headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+        {
+            env.push(("CONTENT_TYPE".to_string(), t.to_string()));
+        }
+    }
+    for name in headers {
+        let Some(value) = request
+            .headers
+            .get(name.as_str())
+            .and_then(|v| v.to_str().ok())
+        else {
+            continue;
+        };
+        let var: String = name
+            .chars()
+            .map(|c| {
+                if c == '-' {
+                    '_'
+                } else {
+                    c.to_ascii_uppercase()
+                }
+            })
+            .collect();
+        env.push((format!("HTTP_{var}"), value.to_string()));
+    }
+    env
 }
 
 /// The request's path and query as the client would write them.

@@ -27,6 +27,15 @@ pub use memo::Memoized;
 pub use post::{PostConfig, PostSource};
 pub use upstream::UpstreamSource;
 
+/// The `post` source's document check and the `command` source's
+/// environment builder, reachable for the `post_body` and `cgi_env` fuzz
+/// targets (`fuzz/`); not an API.
+#[doc(hidden)]
+pub mod checks {
+    pub use super::command::environment as cgi_environment;
+    pub use super::post::document as post_document;
+}
+
 use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;

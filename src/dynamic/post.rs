@@ -75,7 +75,7 @@ impl DynamicProvider for PostSource {
 
 /// The document a POST carries: its type checked, decoded, and checked for
 /// well-formedness.
-fn document(headers: &http::HeaderMap, body: Bytes, max: u64) -> Result<Bytes, SourceError> {
+pub fn document(headers: &http::HeaderMap, body: Bytes, max: u64) -> Result<Bytes, SourceError> {
     check_type(headers.get(header::CONTENT_TYPE))?;
     let bytes = decode(headers.get(header::CONTENT_ENCODING), body, max)?;
     check_well_formed(&bytes, max)?;
@@ -141,8 +141,8 @@ fn decode(coding: Option<&http::HeaderValue>, body: Bytes, max: u64) -> Result<B
 }
 
 /// Checks that `bytes` are a well-formed, standalone XML document (no
-/// external entities: a posted document cannot make the server read
-/// anything). Entity expansion may not make more nodes than the body
+/// external entities, no external DTD: a posted document cannot make the
+/// server read anything). Entity expansion may not make more nodes than the body
 /// has bytes.
 fn check_well_formed(bytes: &[u8], max: u64) -> Result<(), SourceError> {
     let text = text_of(bytes)?;
@@ -151,6 +151,11 @@ fn check_well_formed(bytes: &[u8], max: u64) -> Result<(), SourceError> {
         nodes_limit: u32::try_from(max.max(1024)).unwrap_or(u32::MAX),
     };
     match roxmltree::Document::parse_with_options(&text, options) {
+        // roxmltree skips a DOCTYPE's external ID; libxml2, parsing for a
+        // stage, would load it (Axle parses sources with DTD loading on).
+        Ok(_) if names_external_subset(&text) => Err(SourceError::BadRequest(
+            "the request body's DOCTYPE names an external DTD (SYSTEM or PUBLIC): a posted document must be standalone".into(),
+        )),
         Ok(_) => Ok(()),
         Err(e) => {
             let pos = e.pos();
@@ -170,49 +175,113 @@ fn check_well_formed(bytes: &[u8], max: u64) -> Result<(), SourceError> {
     }
 }
 
-/// The body as text for the check: UTF-8, or decoded by its byte-order
-/// mark or the encoding its XML declaration names.
+/// Does a well-formed document's DOCTYPE name an external subset
+/// (`SYSTEM` or `PUBLIC` after its name)? Only the prolog before it is
+/// read: the XML declaration, processing instructions, comments and white
+/// space.
+fn names_external_subset(text: &str) -> bool {
+    let space = |c: char| matches!(c, ' ' | '\t' | '\r' | '\n');
+    let mut rest = text.strip_prefix('\u{feff}').unwrap_or(text);
+    loop {
+        rest = rest.trim_start_matches(space);
+        let (open, close) = if rest.starts_with("<?") {
+            ("<?", "?>")
+        } else if rest.starts_with("<!--") {
+            ("<!--", "-->")
+        } else {
+            break;
+        };
+        match rest[open.len()..].find(close) {
+            Some(end) => rest = &rest[open.len() + end + close.len()..],
+            None => return false,
+        }
+    }
+    let Some(doctype) = rest.strip_prefix("<!DOCTYPE") else {
+        return false;
+    };
+    let after_name = doctype
+        .trim_start_matches(space)
+        .trim_start_matches(|c: char| !space(c) && c != '[' && c != '>')
+        .trim_start_matches(space);
+    after_name.starts_with("SYSTEM") || after_name.starts_with("PUBLIC")
+}
+
+/// The body as text for the check, read as libxml2 will read it when a
+/// stage parses it: by its byte-order mark (UTF-8 or UTF-16; an encoding
+/// its XML declaration names must then be the same), else by the encoding
+/// its XML declaration names (one that keeps ASCII as ASCII, or UTF-8),
+/// else as UTF-8. The check must see the characters libxml2 will: valid
+/// UTF-8 bytes declared as UTF-7 are other markup to libxml2 (`+ADw-` is
+/// `<`), so an encoding Axle cannot decode is refused, not guessed.
 fn text_of(bytes: &[u8]) -> Result<std::borrow::Cow<'_, str>, SourceError> {
-    if let Some((encoding, _)) = encoding_rs::Encoding::for_bom(bytes) {
-        let (text, _, _) = encoding.decode(bytes);
+    use encoding_rs::{Encoding, UTF_8, UTF_16BE, UTF_16LE};
+    let invalid = |encoding: &'static Encoding| {
+        SourceError::BadRequest(format!("the request body is not valid {}", encoding.name()))
+    };
+    let unsupported = |label: &str, why: &str| {
+        SourceError::BadRequest(format!(
+            "the request body's XML declaration names the encoding {label:?}, {why}: send UTF-8"
+        ))
+    };
+    if let Some((encoding, bom)) = Encoding::for_bom(bytes) {
+        let text = encoding
+            .decode_without_bom_handling_and_without_replacement(&bytes[bom..])
+            .ok_or_else(|| invalid(encoding))?;
+        if let Some(label) = declared_encoding(text.as_bytes()) {
+            let named = Encoding::for_label(label.as_bytes());
+            let utf16 = encoding == UTF_16LE || encoding == UTF_16BE;
+            let agrees = named == Some(encoding)
+                || (utf16
+                    && (label.eq_ignore_ascii_case("utf-16")
+                        || label.eq_ignore_ascii_case("utf16")));
+            if !agrees {
+                return Err(unsupported(
+                    label,
+                    &format!("but it starts with a {} byte-order mark", encoding.name()),
+                ));
+            }
+        }
         return Ok(text);
     }
-    if let Ok(text) = std::str::from_utf8(bytes) {
-        return Ok(std::borrow::Cow::Borrowed(text));
-    }
-    let declared = declared_encoding(bytes)
-        .and_then(|label| encoding_rs::Encoding::for_label(label.as_bytes()));
-    match declared {
-        Some(encoding) if encoding != encoding_rs::UTF_8 => {
-            let (text, _, had_errors) = encoding.decode(bytes);
-            if had_errors {
-                return Err(SourceError::BadRequest(format!(
-                    "the request body is not valid {}",
-                    encoding.name()
-                )));
+    let encoding = match declared_encoding(bytes) {
+        None => UTF_8,
+        Some(label) => match Encoding::for_label(label.as_bytes()) {
+            None => return Err(unsupported(label, "which Axle cannot read")),
+            Some(e) if e == UTF_16LE || e == UTF_16BE => {
+                return Err(unsupported(label, "but it has no byte-order mark"));
             }
-            Ok(text)
-        }
-        _ => Err(SourceError::BadRequest(
+            Some(e) if !e.is_ascii_compatible() => {
+                return Err(unsupported(label, "which does not keep ASCII as ASCII"));
+            }
+            Some(e) => e,
+        },
+    };
+    match encoding.decode_without_bom_handling_and_without_replacement(bytes) {
+        Some(text) => Ok(text),
+        None if encoding == UTF_8 => Err(SourceError::BadRequest(
             "the request body is not UTF-8 and its XML declaration names no other encoding".into(),
         )),
+        None => Err(invalid(encoding)),
     }
 }
 
-/// The `encoding` pseudo-attribute of an XML declaration at the start.
-fn declared_encoding(bytes: &[u8]) -> Option<String> {
-    let head = &bytes[..bytes.len().min(200)];
-    let head = String::from_utf8_lossy(head);
-    let decl = head.strip_prefix("<?xml")?;
-    let decl = &decl[..decl.find("?>")?];
+/// The `encoding` pseudo-attribute of an XML declaration at the very start
+/// (`<?xml` and white space, up to the first `?>`), however long it is.
+fn declared_encoding(bytes: &[u8]) -> Option<&str> {
+    let rest = bytes.strip_prefix(b"<?xml")?;
+    if !matches!(rest.first(), Some(b' ' | b'\t' | b'\r' | b'\n')) {
+        return None;
+    }
+    let end = rest.windows(2).position(|w| w == b"?>")?;
+    let decl = std::str::from_utf8(&rest[..end]).ok()?;
     let at = decl.find("encoding")?;
-    let rest = decl[at + "encoding".len()..]
+    let value = decl[at + "encoding".len()..]
         .trim_start()
-        .strip_prefix('=')?;
-    let rest = rest.trim_start();
-    let quote = rest.chars().next().filter(|c| *c == '"' || *c == '\'')?;
-    let value = &rest[1..];
-    Some(value[..value.find(quote)?].to_string())
+        .strip_prefix('=')?
+        .trim_start();
+    let quote = value.chars().next().filter(|c| *c == '"' || *c == '\'')?;
+    let value = &value[1..];
+    Some(&value[..value.find(quote)?])
 }
 
 #[cfg(test)]
@@ -299,6 +368,40 @@ mod tests {
     }
 
     #[test]
+    fn external_dtds_are_refused() {
+        // Found by the post_body fuzz target: roxmltree skips a DOCTYPE's
+        // external ID, so these were accepted, and libxml2 then loaded the
+        // DTD (through the root's resolver) when the stage parsed them.
+        for body in [
+            &b"<!DOCTYPE a SYSTEM \"x.dtd\"><a/>"[..],
+            b"<?xml version=\"1.0\"?>\n<!-- c --><?pi ?>\n<!DOCTYPE a\tPUBLIC \"-//X//DTD X//EN\" \"http://127.0.0.1:1/x.dtd\"><a/>",
+            b"\xef\xbb\xbf<!DOCTYPE a SYSTEM 'file:///etc/passwd' [<!ELEMENT a ANY>]><a/>",
+        ] {
+            let e = document(
+                &headers(Some("application/xml"), None),
+                Bytes::copy_from_slice(body),
+                1000,
+            )
+            .unwrap_err();
+            assert_eq!(e.status(), 400, "{e}");
+            assert!(e.to_string().contains("external DTD"), "{e}");
+        }
+        // An internal subset alone, and names that merely start alike.
+        for body in [
+            &b"<!DOCTYPE a [<!ELEMENT a ANY>]><a/>"[..],
+            b"<!DOCTYPE SYSTEM><SYSTEM/>",
+            b"<!-- <!DOCTYPE a SYSTEM \"x\"> --><a/>",
+        ] {
+            let out = document(
+                &headers(Some("application/xml"), None),
+                Bytes::copy_from_slice(body),
+                1000,
+            );
+            assert!(out.is_ok(), "{:?}: {out:?}", String::from_utf8_lossy(body));
+        }
+    }
+
+    #[test]
     fn entity_expansion_is_bounded_by_the_body_size() {
         let mut body = String::from("<!DOCTYPE a [<!ENTITY e0 \"<b/>\">");
         for i in 1..8 {
@@ -371,6 +474,67 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e.status(), 400);
+    }
+
+    #[test]
+    fn encodings_are_read_as_libxml2_reads_them() {
+        let check = |body: &[u8]| {
+            document(
+                &headers(Some("application/xml"), None),
+                Bytes::copy_from_slice(body),
+                1000,
+            )
+        };
+        // Found by the post_body fuzz target's seeds: valid UTF-8, so the
+        // check read it as UTF-8 and saw a comment, while libxml2 decodes
+        // UTF-7 and saw <!DOCTYPE a SYSTEM "x.dtd"> (and loaded x.dtd).
+        let utf7 = b"<?xml version=\"1.0\" encoding=\"UTF-7\"?><!--+AC0-+AC0-+AD4-+ADw-+ACE-DOCTYPE a SYSTEM +ACI-x.dtd+ACI-+AD4-+ADw-+ACE-+AC0-+AC0--><a/>";
+        let mut long = b"<?xml version=\"1.0\"".to_vec();
+        long.extend_from_slice(&[b' '; 300]);
+        long.extend_from_slice(b"encoding=\"UTF-7\"?><a/>");
+        for (body, says) in [
+            (&utf7[..], "UTF-7"),
+            // The encoding named past the first 200 bytes was not read.
+            (&long[..], "UTF-7"),
+            (
+                b"\xef\xbb\xbf<?xml version=\"1.0\" encoding=\"UTF-7\"?><a/>",
+                "byte-order mark",
+            ),
+            (
+                b"<?xml version=\"1.0\" encoding=\"UTF-16\"?><a/>",
+                "no byte-order mark",
+            ),
+            (
+                b"<?xml version=\"1.0\" encoding=\"ISO-2022-JP\"?><a/>",
+                "ASCII",
+            ),
+            (
+                b"<?xml version=\"1.0\" encoding=\"IBM037\"?><a/>",
+                "cannot read",
+            ),
+            (
+                b"<?xml version=\"1.0\" encoding=\"Shift_JIS\"?><a>\x81</a>",
+                "Shift_JIS",
+            ),
+        ] {
+            let e = check(body).unwrap_err();
+            assert_eq!(e.status(), 400, "{e}");
+            assert!(e.to_string().contains(says), "{e}");
+        }
+        let mut utf16 = vec![0xFF, 0xFE];
+        for unit in "<?xml version=\"1.0\" encoding=\"UTF-16\"?><a>\u{e9}</a>".encode_utf16() {
+            utf16.extend_from_slice(&unit.to_le_bytes());
+        }
+        for body in [
+            &utf16[..],
+            b"\xef\xbb\xbf<?xml version=\"1.0\" encoding=\"utf-8\"?><a/>",
+            b"<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?><a>caf\xc3\xa9</a>",
+            b"<?xml version=\"1.0\" encoding=\"Shift_JIS\"?><a>\x83\x65</a>",
+            b"<?xml-stylesheet href=\"s.xsl\" encoding=\"UTF-7\"?><a/>",
+        ] {
+            let out = check(body);
+            assert!(out.is_ok(), "{:?}: {out:?}", String::from_utf8_lossy(body));
+        }
     }
 
     #[test]

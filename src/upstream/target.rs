@@ -326,13 +326,44 @@ fn check_path(path: &str) -> Result<(), &'static str> {
             {
                 return Err("an encoded /, \\ or control character in the path");
             }
-            if round == DECODE_ROUNDS || !bytes.contains(&b'%') {
+            if round > 0 && has_overlong(&bytes) {
+                return Err("an encoded overlong UTF-8 sequence in the path");
+            }
+            if !bytes.contains(&b'%') {
+                break;
+            }
+            if round == DECODE_ROUNDS {
+                // What a further decoding would give is not checked, so a
+                // segment that would still change is refused.
+                if has_escape(&bytes) {
+                    return Err("more than three levels of percent-encoding in the path");
+                }
                 break;
             }
             bytes = percent_decode(&bytes).collect();
         }
     }
     Ok(())
+}
+
+/// Does `bytes` hold the start of an overlong UTF-8 sequence (`C0 80..BF`,
+/// `C1 80..BF`, `E0 80..9F`, `F0 80..8F`)? Never valid UTF-8, and read by
+/// lenient decoders as the shorter character it spells (`%c0%ae` as `.`).
+fn has_overlong(bytes: &[u8]) -> bool {
+    bytes.iter().enumerate().any(|(i, &b)| {
+        let next = bytes.get(i + 1).copied().unwrap_or(0);
+        (matches!(b, 0xC0 | 0xC1) && (0x80..=0xBF).contains(&next))
+            || (b == 0xE0 && (0x80..=0x9F).contains(&next))
+            || (b == 0xF0 && (0x80..=0x8F).contains(&next))
+    })
+}
+
+/// Does `bytes` hold a `%` and two hex digits (something a percent-decoding
+/// would change)?
+fn has_escape(bytes: &[u8]) -> bool {
+    bytes
+        .windows(3)
+        .any(|w| w[0] == b'%' && w[1].is_ascii_hexdigit() && w[2].is_ascii_hexdigit())
 }
 
 /// Every `%` starts a two-hex-digit escape.
@@ -349,11 +380,14 @@ fn check_percent(text: &str) -> Result<(), &'static str> {
     Ok(())
 }
 
-/// Refuses a query that could end the URL early or break the request line.
+/// Refuses a query that could end the URL early or break the request line,
+/// or holds a raw backslash (not a URI character; servers, and proxies in
+/// front of them, disagree on what it means, some reading it as `/`).
 fn check_query(query: &str) -> Result<(), &'static str> {
     for byte in query.bytes() {
         match byte {
             b'#' => return Err("a # in the query"),
+            b'\\' => return Err("a backslash in the query"),
             b' ' => return Err("a space in the query"),
             0..0x20 | 0x7f => return Err("a control character in the query"),
             0x80.. => return Err("a byte that is not percent-encoded in the query"),
@@ -447,6 +481,18 @@ mod tests {
             "/%2E./x",
             "/.%2e",
             "/%252e%252e/x",
+            // Found by the upstream_path fuzz target: four levels of
+            // encoding got past the three rounds checked.
+            "/%2525252e%2525252e/x",
+            "/a%2525252f..%2525252fb",
+            "/%25252541",
+            // Found by the upstream_path fuzz target: overlong UTF-8 forms
+            // of `.`, which lenient decoders read as dots.
+            "/%c0%ae%c0%ae/x",
+            "/%C1%9C",
+            "/%e0%80%ae%e0%80%ae/x",
+            "/%f0%80%80%ae/x",
+            "/%25c0%25ae%25c0%25ae/x",
             "/..;/x",
             "/%2e%2e;a/x",
             "/a%2f..%2fb",
@@ -464,11 +510,24 @@ mod tests {
         ] {
             assert!(t.url(path, None).is_err(), "{path:?} accepted");
         }
-        for query in ["a#b", "a b", "a\rb"] {
+        // Found by the upstream_path fuzz target: a raw backslash in the
+        // query was put into the URL as is.
+        for query in ["a#b", "a b", "a\rb", "a\\b"] {
             assert!(t.url("/x", Some(query)).is_err(), "{query:?} accepted");
         }
         for path in [
-            "/a/.../b", "/a..b", "/%2e%2ex", "/a/b;c", "/a//b", "/~u/%41",
+            "/a/.../b",
+            "/a..b",
+            "/%2e%2ex",
+            "/a/b;c",
+            "/a//b",
+            "/~u/%41",
+            "/%252541",
+            "/%25zz",
+            "/caf%C3%A9",
+            "/%e0%a4%85",
+            "/%f0%9f%98%80",
+            "/%e9",
         ] {
             assert!(t.url(path, None).is_ok(), "{path:?} refused");
         }
