@@ -7,6 +7,8 @@
 #                                           ticks of CPUs CPU_S and CPU_C,
 #                                           and the CPU ticks used so far by
 #                                           the process trees of PID...
+#   bench.pl ticks PID...                   the CPU ticks used so far by the
+#                                           process trees of PID...
 #   bench.pl client OUT CMD...              run CMD with stdout to OUT, print
 #                                           "EXIT_STATUS CPU_SECONDS"
 #   bench.pl rewrite TEMPLATE TARGET SECONDS COUNTFILE
@@ -35,6 +37,7 @@ my $JSON = JSON::PP->new->canonical(1);
 my %commands = (
     'free-port' => \&free_port,
     snapshot    => \&snapshot,
+    ticks       => sub { print tree_ticks(@_), "\n" },
     client      => \&client,
     rewrite     => \&rewrite,
     add         => \&add,
@@ -237,6 +240,12 @@ sub fmt_ms {
 }
 
 sub pct { defined $_[0] ? sprintf('%.0f%%', $_[0]) : '–' }
+
+sub median {
+    my @s = sort { $a <=> $b } grep { defined } @_;
+    return undef unless @s;
+    return @s % 2 ? $s[$#s / 2] : ($s[@s / 2 - 1] + $s[@s / 2]) / 2;
+}
 
 sub cache_text {
     my ($r) = @_;
@@ -484,6 +493,72 @@ sub report {
             }
         }
     }
+    # dynamic-front: per group (source, output kind), the median over its
+    # interleaved rounds of incremental ÷ all and all ÷ off, and a summary
+    # table (below the cells) of each mode's median req/s, server CPU per
+    # request and X-Axle-Cache counts over every round.
+    my @front;
+    for my $g (qw(cmd-repeat cmd-change up-repeat up-change)) {
+        my @rows = grep { $_->{scenario} eq 'dynamic-front' && $_->{case} eq $g } @cells;
+        next unless @rows;
+        my ($src, $kind) = split /-/, $g;
+        my $source = $src eq 'cmd' ? 'command' : 'upstream';
+        my %by_mode;
+        for my $m (qw(off all incremental)) {
+            my @r = grep { $_->{target} eq "axle-$m" } @rows;
+            my (%counts, @rps, @us, @srv);
+            for my $r (@r) {
+                push @rps, $r->{requests_per_sec};
+                push @srv, $r->{server_cpu_pct} if defined $r->{server_cpu_pct};
+                push @us, 1e6 * $r->{server_cpu_pct} / 100 * $r->{duration_s} / $r->{requests}
+                    if defined $r->{server_cpu_pct} && $r->{requests};
+                my $c = $r->{cache_counts} || {};
+                $counts{$_} += $c->{$_} for keys %$c;
+            }
+            $by_mode{$m} = { rps => median(@rps), us => median(@us), srv => median(@srv),
+                cache => cache_text({ cache_counts => \%counts }), rounds => scalar @r };
+        }
+        my %row = (group => $g, source => $source, output => $kind, modes => \%by_mode);
+        for my $pair ([qw(incremental all)], [qw(all off)]) {
+            my $p = $by_round->('dynamic-front', $g, "axle-$pair->[0]", "axle-$pair->[1]") or next;
+            my @s = sort { $a <=> $b } @{ $p->{ratios} };
+            $row{"$pair->[0]_over_$pair->[1]"} = { median => 0 + sprintf('%.3f', $p->{median}),
+                min => 0 + sprintf('%.3f', $s[0]), max => 0 + sprintf('%.3f', $s[-1]),
+                rounds => [map { 0 + sprintf('%.3f', $_) } @{ $p->{ratios} }] };
+        }
+        push @front, \%row;
+        my $spread = sub {
+            my ($r) = @_;
+            sprintf('%.2f× (median of %d interleaved rounds, %.2f–%.2f: %s)', $r->{median}, scalar @{ $r->{rounds} },
+                $r->{min}, $r->{max}, join(', ', map { sprintf '%.2f', $_ } @{ $r->{rounds} }));
+        };
+        my $target = sub {
+            my ($name, $goal, $r, $met, $what) = @_;
+            my %t = (target => $name, goal => $goal, measure => "median over interleaved rounds (dynamic-front) of $what");
+            if ($r) {
+                $t{value} = $r->{median};
+                $t{rounds} = $r->{rounds};
+                $t{measured} = $spread->($r);
+                if ($goal eq 'context') { $t{context} = JSON::PP::true } else { $t{met} = $met->($r->{median}) ? JSON::PP::true : JSON::PP::false }
+            } else {
+                $t{measured} = 'not run';
+            }
+            push @targets, \%t;
+        };
+        my ($ia, $ao) = ($row{incremental_over_all}, $row{all_over_off});
+        if ($kind eq 'repeat') {
+            $target->("dynamic-front ($source, output repeats): incremental ≥ 5× all", '≥ 5', $ia,
+                sub { $_[0] >= 5 }, "Axle incremental ÷ Axle all, $source source, the same document every request");
+            $target->("dynamic-front ($source, output repeats): all within 10% of off", '0.90–1.10', $ao,
+                sub { $_[0] >= 0.90 && $_[0] <= 1.10 }, "Axle all ÷ Axle off, $source source, the same document every request");
+        } else {
+            $target->("dynamic-front ($source, output changes): incremental ≥ 0.95× all", '≥ 0.95', $ia,
+                sub { $_[0] >= 0.95 }, "Axle incremental ÷ Axle all, $source source, a new document every request");
+            $target->("dynamic-front ($source, output changes): all ÷ off", 'context', $ao,
+                undef, "Axle all ÷ Axle off, $source source, a new document every request");
+        }
+    }
+
     for my $mode (qw(incremental all)) {
         my $r = $find->(scenario => 'c1000', target => "axle-$mode");
         my %t = (target => "c1000: 0 errors (axle $mode)", goal => '0', measure => 'wrk errors (connect, read, write, timeout, non-2xx)');
@@ -531,6 +606,23 @@ sub report {
         };
     }
 
+    if (@front) {
+        push @md, '', '#### dynamic-front', '';
+        push @md, 'Per group, each mode\'s median over its interleaved rounds: req/s, server CPU (% of one CPU, its process tree with the programs it ran) and that CPU time per request; the X-Axle-Cache values counted over every round; the per-round ratios\' median (min–max).', '';
+        push @md, '| source | output | mode | rounds | req/s | server CPU | µs CPU / request | X-Axle-Cache | ratio |';
+        push @md, '| --- | --- | --- | ---: | ---: | ---: | ---: | --- | --- |';
+        for my $row (@front) {
+            for my $m (qw(off all incremental)) {
+                my $b = $row->{modes}{$m};
+                my $ratio = '';
+                my $r = $m eq 'incremental' ? $row->{incremental_over_all} : $m eq 'all' ? $row->{all_over_off} : undef;
+                $ratio = sprintf('%s %.2f× (%.2f–%.2f)', $m eq 'incremental' ? 'incremental ÷ all' : 'all ÷ off',
+                    $r->{median}, $r->{min}, $r->{max}) if $r;
+                push @md, sprintf('| %s | %s | %s | %d | %s | %s | %s | %s | %s |', $row->{source}, $row->{output}, $m,
+                    $b->{rounds}, fmt_int($b->{rps}), pct($b->{srv}), fmt_int($b->{us}), $b->{cache}, $ratio);
+            }
+        }
+    }
     push @md, '', '#### Targets', '';
     push @md, '| target | measured | met |', '| --- | --- | --- |';
     for my $t (@targets) {
@@ -554,6 +646,7 @@ sub report {
         site    => \@sites,
         notes   => [map { $_->{text} } @notes],
         targets => \@targets,
+        (@front ? (dynamic_front => \@front) : ()),
     );
     delete $_->{type} for $meta, @cells, @checks, @busy, @sites;
     open my $j, '>', $out_json or die "$out_json: $!\n";

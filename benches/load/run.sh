@@ -16,11 +16,21 @@
 #   DURATION          wrk duration of each measured cell (default 10s)
 #   WARMUP            unrecorded wrk run before each cell (default 2s; 0 = none)
 #   SCENARIOS         subset, in any order (default: all, in this order):
-#                     "doc trivial hello pairs shared c1000 churn dynamic heavy site"
+#                     "doc trivial hello pairs shared c1000 churn dynamic
+#                     dynamic-front heavy site"
 #   PAIR_ROUNDS       interleaved rounds of the pairs scenario and of the
 #                     dynamic (article) pair (default 9); PAIR_DURATION
 #                     their length (default 3s), PAIR_WARMUP the unrecorded
 #                     run before each (default 1s)
+#   FRONT_ROUNDS      interleaved rounds of each dynamic-front group
+#                     (default PAIR_ROUNDS); FRONT_DURATION their length
+#                     (default PAIR_DURATION), FRONT_WARMUP the unrecorded
+#                     run before each (default PAIR_WARMUP)
+#   FRONT_GROUPS      dynamic-front groups (default "cmd-repeat cmd-change
+#                     up-repeat up-change": source, then output kind)
+#   FRONT_STATIC      1 (default): the command's program is linked with
+#                     cc -static (falls back to dynamic, with a note); 0:
+#                     dynamically
 #   SHARED_ROUNDS     rounds of the shared scenario (default 7), each
 #                     SHARED_DURATION long (default 4s)
 #   SITE_DOCS         documents of the site scenario (default 100000)
@@ -50,11 +60,16 @@ set -euo pipefail
 
 DURATION=${DURATION:-10s}
 WARMUP=${WARMUP:-2s}
-ALL_SCENARIOS="doc trivial hello pairs shared c1000 churn dynamic heavy site"
+ALL_SCENARIOS="doc trivial hello pairs shared c1000 churn dynamic dynamic-front heavy site"
 SCENARIOS=${SCENARIOS:-$ALL_SCENARIOS}
 PAIR_ROUNDS=${PAIR_ROUNDS:-9}
 PAIR_DURATION=${PAIR_DURATION:-3s}
 PAIR_WARMUP=${PAIR_WARMUP:-1s}
+FRONT_ROUNDS=${FRONT_ROUNDS:-$PAIR_ROUNDS}
+FRONT_DURATION=${FRONT_DURATION:-$PAIR_DURATION}
+FRONT_WARMUP=${FRONT_WARMUP:-$PAIR_WARMUP}
+FRONT_GROUPS=${FRONT_GROUPS:-cmd-repeat cmd-change up-repeat up-change}
+FRONT_STATIC=${FRONT_STATIC:-1}
 SHARED_ROUNDS=${SHARED_ROUNDS:-7}
 SHARED_DURATION=${SHARED_DURATION:-4s}
 SITE_DOCS=${SITE_DOCS:-100000}
@@ -92,6 +107,11 @@ cd "$ROOT"
 for s in $SCENARIOS; do
     [[ " $ALL_SCENARIOS " == *" $s "* ]] || { echo "run.sh: unknown scenario '$s' (known: $ALL_SCENARIOS)" >&2; exit 2; }
 done
+for g in $FRONT_GROUPS; do
+    [[ " cmd-repeat cmd-change up-repeat up-change " == *" $g "* ]] ||
+        { echo "run.sh: unknown dynamic-front group '$g' (known: cmd-repeat cmd-change up-repeat up-change)" >&2; exit 2; }
+done
+[[ $FRONT_STATIC == 0 || $FRONT_STATIC == 1 ]] || { echo "run.sh: FRONT_STATIC must be 0 or 1 (got '$FRONT_STATIC')" >&2; exit 2; }
 # Where the report goes (relative to the repository root): checked here, not
 # after an hour of measuring.
 case $RECORD in
@@ -188,6 +208,10 @@ perl -MPlack::Handler::Starlet -e1 2>/dev/null || NEED+=(starlet)
 command -v ab >/dev/null || NEED+=(apache2-utils)
 command -v xsltproc >/dev/null || NEED+=(xsltproc)
 command -v hyperfine >/dev/null || NEED+=(hyperfine)
+# dynamic-front compiles its command's program (gen/front.c)
+if [[ " $SCENARIOS " == *" dynamic-front "* ]]; then
+    command -v cc >/dev/null || NEED+=(gcc libc6-dev)
+fi
 if ((${#NEED[@]})); then
     # policy-rc.d decides whether the packages' services start on install;
     # they are never started by this script.
@@ -199,7 +223,7 @@ done
 
 NPROC=$(nproc)
 ((NPROC >= 2)) || die "needs 2 CPUs to pin servers and client apart (found $NPROC)"
-PINNING="every server (and xsltproc) pinned to CPU $SERVER_CPU, wrk (and the churn/dynamic rewriters) pinned to CPU $CLIENT_CPU, with taskset"
+PINNING="every server (and xsltproc) pinned to CPU $SERVER_CPU, wrk (and the churn/dynamic rewriters, and the nginx backend of dynamic-front) pinned to CPU $CLIENT_CPU, with taskset"
 HZ=$(getconf CLK_TCK)
 
 # c1000 needs 1,000 client and 1,000 server sockets.
@@ -350,9 +374,13 @@ axle_cache_header() { # PORT URL
 
 # --- one measured cell ----------------------------------------------------------------------
 # cell SCENARIO CASE TARGET CONN CONNECTIONS PORT SERVER_PID URL [key=value...]
-# Globals: CELL_ENV (environment for bench.lua), WRK_EXTRA (extra wrk options)
+# Globals: CELL_ENV (environment for bench.lua), WRK_EXTRA (extra wrk
+# options), CELL_BACKEND_PID (a backend pinned to the client CPU, as
+# dynamic-front's nginx: its CPU time is reported as backend_cpu_pct and
+# not counted as other load on the client CPU)
 CELL_ENV=()
 WRK_EXTRA=()
+CELL_BACKEND_PID=""
 cell() {
     local scen=$1 case=$2 target=$3 conn=$4 conns=$5 port=$6 spid=$7 url=$8
     shift 8
@@ -370,10 +398,12 @@ cell() {
     fi
     local cache=""
     if [[ $target == axle-* && $url != / ]]; then cache=$(axle_cache_header "$port" "$url"); fi
-    local out="$WORK/wrk/$scen-$case-$target-$conn.txt" before after client st ccpu
+    local out="$WORK/wrk/$scen-$case-$target-$conn.txt" before after client st ccpu b0=0 b1=0
+    [[ -n $CELL_BACKEND_PID ]] && b0=$("${BENCH[@]}" ticks "$CELL_BACKEND_PID")
     before=$("${BENCH[@]}" snapshot "$SERVER_CPU" "$CLIENT_CPU" "$spid")
     client=$("${BENCH[@]}" client "$out" env "${CELL_ENV[@]}" taskset -c "$CLIENT_CPU" "${wrk[@]}" -d"$DURATION" "$full")
     after=$("${BENCH[@]}" snapshot "$SERVER_CPU" "$CLIENT_CPU" "$spid")
+    [[ -n $CELL_BACKEND_PID ]] && b1=$("${BENCH[@]}" ticks "$CELL_BACKEND_PID")
     read -r st ccpu <<<"$client"
     if [[ $st != 0 ]] || ! grep -q '^BENCHJSON ' "$out"; then
         warn "wrk failed for $scen $target $conn (exit $st):"
@@ -384,18 +414,21 @@ cell() {
     # CPU accounting: ticks of the server's process tree, of wrk, and of the
     # two CPUs, between the snapshots.
     local stats
-    stats=$(echo "$before $after $ccpu $HZ" | awk '{
+    stats=$(echo "$before $after $ccpu $HZ $b0 $b1 ${CELL_BACKEND_PID:-0}" | awk '{
         # each snapshot: busy steal total (server CPU), busy steal total
-        # (client CPU), server tree ticks, time
+        # (client CPU), server tree ticks, time; then the backend tree
+        # ticks before and after
         dt = $16 - $8; hz = $18
         srv = $15 - $7
         s_busy = $9 - $1; s_steal = $10 - $2; s_tot = $11 - $3
         c_busy = $12 - $4; c_tot = $14 - $6
         cli = $17 * hz
+        bk = $20 - $19
         o_s = s_tot ? 100 * (s_busy - srv) / s_tot : 0; if (o_s < 0) o_s = 0
-        o_c = c_tot ? 100 * (c_busy - cli) / c_tot : 0; if (o_c < 0) o_c = 0
+        o_c = c_tot ? 100 * (c_busy - cli - bk) / c_tot : 0; if (o_c < 0) o_c = 0
         printf "server_cpu_pct=%.1f client_cpu_pct=%.1f other_server_cpu_pct=%.1f other_client_cpu_pct=%.1f steal_server_cpu_pct=%.1f",
             100 * srv / (dt * hz), 100 * cli / (dt * hz), o_s, o_c, s_tot ? 100 * s_steal / s_tot : 0
+        if ($21 != 0) printf " backend_cpu_pct=%.1f", 100 * bk / (dt * hz)
     }')
     # shellcheck disable=SC2086 # stats is key=value words
     add type=cell "scenario=$scen" "case=$case" "target=$target" "conn=$conn" "connections=$conns" \
@@ -924,6 +957,133 @@ scenario_dynamic() {
     dynamic_group docbook "$doc"
 }
 
+# --- dynamic-front: the article chain behind a command and an upstream source -------------------
+# One site copy (samples/) whose axle.toml mounts two dynamic sources, both
+# cache = "none":
+#   /cmd  a command: gen/front.c, compiled here into the site as bench/front
+#         (cc -O2 -static unless FRONT_STATIC=0), argv ["bench/front",
+#         "articles/xml-pipelines.xml"]
+#   /up   an upstream: nginx (peers/nginx/front.conf.in), pinned to the
+#         client CPU, serving the article; url http://127.0.0.1:PORT{path}
+# Under each, /repeat.xml is the sample article as it is (the same bytes on
+# every request: incremental reuses both stages, `partial 2/2`) and
+# /change.xml the article with a token in its title that differs on every
+# request (the title reaches both stages' outputs: every stage runs again,
+# `miss`). Three axle serve processes (off, all, incremental). Each group
+# (source, output kind) is measured in FRONT_ROUNDS rounds of the three
+# modes, FRONT_DURATION each after FRONT_WARMUP, the order rotated every
+# round; the targets take the median of the per-round ratios.
+FRONT_DOC=/articles/xml-pipelines.xml
+front_changes() { # WHEN: two requests of each /SRC/change.xml differ, in every mode (globals P)
+    local when=$1 src mode a b
+    for src in cmd up; do
+        for mode in off all incremental; do
+            a=$WORK/check/front-$src-$mode-$when-1 b=$WORK/check/front-$src-$mode-$when-2
+            curl -sS -o "$a" "http://$HOST:${P[$mode]}/$src/change.xml" 2>>"$WORK/logs/curl.log" || true
+            curl -sS -o "$b" "http://$HOST:${P[$mode]}/$src/change.xml" 2>>"$WORK/logs/curl.log" || true
+            if [[ ! -s $a ]] || cmp -s "$a" "$b"; then
+                add type=check scenario=dynamic-front "case=$src-change" "target=axle-$mode" "url=/$src/change.xml" \
+                    "when=$when" "result=DID NOT CHANGE between two requests" "bytes=$(wc -c <"$a")"
+                BAD[dynamic-front/axle-$mode]=1
+                CHECK_FAILURES=$((CHECK_FAILURES + 1))
+                KEEP_WORK=1
+                warn "dynamic-front: /$src/change.xml gave the same page twice in mode $mode ($when)"
+            fi
+        done
+    done
+}
+front_checks() { # WHEN (globals P)
+    local when=$1 src
+    for src in cmd up; do
+        check dynamic-front "$src-repeat" "/$src/repeat.xml" "$REF/front-repeat" "$when" \
+            axle-off "${P[off]}" axle-all "${P[all]}" axle-incremental "${P[incremental]}"
+        check dynamic-front "$src-change" "/$src/change.xml?token=check" "$REF/front-change" "$when" \
+            axle-off "${P[off]}" axle-all "${P[all]}" axle-incremental "${P[incremental]}"
+    done
+    front_changes "$when"
+}
+scenario_dynamic_front() {
+    local base=$WORK/front
+    local site=$base/site docs=$base/docs ng=$base/nginx mode
+    mkdir -p "$base" "$docs" "$ng/tmp"
+    cp -r samples "$site"
+    # The command's program: as cheap as an exec'd program gets.
+    mkdir -p "$site/bench"
+    local linked=dynamic
+    if [[ $FRONT_STATIC == 1 ]] && cc -O2 -static -o "$site/bench/front" "$HERE/gen/front.c" 2>"$WORK/logs/front-cc.log"; then
+        linked=static
+    else
+        [[ $FRONT_STATIC == 1 ]] && warn "dynamic-front: cc -static failed (see $WORK/logs/front-cc.log); linking gen/front.c dynamically"
+        cc -O2 -o "$site/bench/front" "$HERE/gen/front.c" 2>>"$WORK/logs/front-cc.log" ||
+            { cat "$WORK/logs/front-cc.log" >&2; die "dynamic-front: cc failed on gen/front.c"; }
+    fi
+    # The backend's two documents: the article, and the article with an SSI
+    # token before its first </title> (what bench/front writes for
+    # /change.xml).
+    cp "samples$FRONT_DOC" "$docs/repeat.xml"
+    perl -0pe 's{</title>}{ (<!--# if expr="\$arg_token" --><!--# echo var="arg_token" --><!--# else --><!--# echo var="request_id" --><!--# endif -->)</title>}' \
+        "$docs/repeat.xml" >"$docs/change.xml"
+    grep -q 'echo var="request_id"' "$docs/change.xml" || die "dynamic-front: samples$FRONT_DOC has no </title>"
+    local port
+    port=$(free_port)
+    sed -e "s#@PREFIX@#$ng#g" -e "s#@DOCS@#$docs#g" -e "s#@PORT@#$port#g" -e "s#@NOFILE@#$NOFILE#g" \
+        -e "s#@USER@#www-data#g" -e "s#@GROUP@#www-data#g" \
+        "$HERE/peers/nginx/front.conf.in" >"$ng/nginx.conf"
+    nginx -t -p "$ng" -c "$ng/nginx.conf" -e "$ng/error.log" >"$WORK/logs/front-nginx-t.log" 2>&1 ||
+        { cat "$WORK/logs/front-nginx-t.log" >&2; die "nginx rejects the dynamic-front backend's config"; }
+    start_bg "$CLIENT_CPU" "$WORK/logs/front-nginx.log" nginx -p "$ng" -c "$ng/nginx.conf" -e "$ng/error.log"
+    local backend=$STARTED_PID
+    wait_http "$port" "nginx (dynamic-front backend)"
+    # Only the two sources (the samples' own locations are left out).
+    printf '%s\n' \
+        '# benches/load/run.sh, dynamic-front: the article chain behind two sources.' \
+        '[location."/cmd"]' \
+        'provider = { type = "command", argv = ["bench/front", "articles/xml-pipelines.xml"], cache = "none" }' \
+        '' \
+        '[location."/up"]' \
+        "provider = { type = \"upstream\", url = \"http://$HOST:$port{path}\", cache = \"none\" }" \
+        >"$site/axle.toml"
+    "$BIN" check --config "$site/axle.toml" >&2
+    local -A P S
+    for mode in off all incremental; do
+        start_axle "front-$mode" "$site" "$mode"
+        P[$mode]=$AX_PORT
+        S[$mode]=$AX_PID
+    done
+    # References: the article's page as a file (what /SRC/repeat.xml must
+    # give), and the change page with a fixed token, which must show in it
+    # (it reaches the last stage's output).
+    [[ $(curl -sS -o "$REF/front-repeat" -w '%{http_code}' "http://$HOST:${P[off]}$FRONT_DOC") == 200 ]] ||
+        die "axle (off) does not serve $FRONT_DOC"
+    [[ $(curl -sS -o "$REF/front-change" -w '%{http_code}' "http://$HOST:${P[off]}/cmd/change.xml?token=check") == 200 ]] ||
+        die "dynamic-front: axle (off) does not serve /cmd/change.xml (see $WORK/logs/axle-front-off.log)"
+    grep -q 'publishing pipelines (check)' "$REF/front-change" ||
+        die "dynamic-front: the token does not reach the page of /cmd/change.xml"
+    front_checks before
+    add type=note "text=dynamic-front: the sample article's chain (article.xsl → layout.xsl) behind a command source (/cmd: gen/front.c linked $linked, run per request as bench/front articles/xml-pipelines.xml) and an upstream source (/up: nginx on CPU $CLIENT_CPU with wrk, fetched on a new connection per request), both cache = \"none\". /SRC/repeat.xml is the article as it is on every request (its page is the file's page), /SRC/change.xml the article with a new token in its title on every request (nginx SSI \$request_id; front: the time in ns and its PID). Each group: $FRONT_ROUNDS rounds of off, all and incremental, $FRONT_DURATION each after $FRONT_WARMUP, the order rotated every round, c = $CONNECTIONS. The server CPU includes the programs Axle ran; nginx's CPU is in backend_cpu_pct (JSON), not in the other load of the client CPU"
+    local g src kind url round i m
+    local modes=(off all incremental)
+    CELL_ENV=(BENCH_COUNT_CACHE=1)
+    for g in $FRONT_GROUPS; do
+        src=${g%-*} kind=${g#*-}
+        url=/$src/$kind.xml
+        CELL_BACKEND_PID=""
+        [[ $src == up ]] && CELL_BACKEND_PID=$backend
+        for ((round = 1; round <= FRONT_ROUNDS; round++)); do
+            for i in 0 1 2; do
+                m=${modes[$(((round - 1 + i) % 3))]}
+                WARMUP=$FRONT_WARMUP DURATION=$FRONT_DURATION cell dynamic-front "$g" "axle-$m" keep-alive "$CONNECTIONS" \
+                    "${P[$m]}" "${S[$m]}" "$url" "round=$round" "source=$src" "output=$kind"
+            done
+        done
+    done
+    CELL_BACKEND_PID=""
+    CELL_ENV=()
+    front_checks after
+    for mode in off all incremental; do stop_pid "${S[$mode]}"; done
+    stop_pid "$backend"
+}
+
 # --- heavy: DocBook and xmlspec from the libxslt suite ---------------------------------------
 scenario_heavy() {
     local site=$WORK/heavy/site mode
@@ -1118,6 +1278,11 @@ for scen in $ALL_SCENARIOS; do
         stop_main
         sample_busy "before dynamic"
         scenario_dynamic
+        ;;
+    dynamic-front)
+        stop_main
+        sample_busy "before dynamic-front"
+        scenario_dynamic_front
         ;;
     heavy)
         stop_main
