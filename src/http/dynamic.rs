@@ -58,6 +58,11 @@ pub(super) async fn respond(
     let mut req = render_request(location, &chosen, params(location, query, &[]));
     req.uncacheable_source = !produced.cacheable;
     req.source_is_variant = mount.client_document;
+    if mount.client_document {
+        // A client's document reads no file through XInclude, whatever
+        // the location says (it is standalone: no external DTD either).
+        req.xinclude = false;
+    }
     match app
         .pipeline
         .render_generated(&generated, produced.bytes, &req)

@@ -154,11 +154,11 @@ async fn a_200_body_is_fetched_with_the_request_the_template_makes() {
         format!("host: {}\r\n", backend.addr),
         format!("user-agent: axle/{}\r\n", env!("CARGO_PKG_VERSION")),
         "accept-encoding: identity\r\n".to_string(),
-        "connection: close\r\n".to_string(),
         "accept-language: fr\r\n".to_string(),
     ] {
         assert!(head.contains(&line), "{line:?} not in {head}");
     }
+    assert!(!head.contains("connection: close"), "keep-alive: {head}");
     assert!(!head.contains("cookie") && !head.contains("evil"), "{head}");
     assert_eq!(head.matches("host:").count(), 1, "{head}");
 
@@ -563,4 +563,83 @@ fn the_fetch_future_can_move_between_threads() {
     let headers = none();
     let future = upstream.fetch("/x", None, &headers);
     send(&future);
+}
+
+/// A keep-alive backend: answers every request on a connection with a
+/// small document (`Connection: close` on the path `/close`), counting
+/// connections.
+async fn keep_alive_backend() -> (std::net::SocketAddr, Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let connections = Arc::new(AtomicUsize::new(0));
+    let counted = connections.clone();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            counted.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(async move {
+                let mut read = Vec::new();
+                let mut chunk = [0u8; 4096];
+                loop {
+                    while !read.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match socket.read(&mut chunk).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => read.extend_from_slice(&chunk[..n]),
+                        }
+                    }
+                    let end = read.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+                    let head = String::from_utf8_lossy(&read[..end]).into_owned();
+                    read.drain(..end);
+                    let close = head.starts_with("GET /close ");
+                    let answer = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-length: 6\r\n{}\r\n<doc/>",
+                        if close { "connection: close\r\n" } else { "" }
+                    );
+                    if socket.write_all(answer.as_bytes()).await.is_err() || close {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (addr, connections)
+}
+
+#[tokio::test]
+async fn connections_are_kept_alive_and_used_again() {
+    use std::sync::atomic::Ordering;
+    let (addr, connections) = keep_alive_backend().await;
+    let upstream = upstream(format!("http://{addr}{{path}}"), |c| c.memo_size = 0);
+    for _ in 0..5 {
+        let fetched = upstream.fetch("/a", None, &none()).await.unwrap();
+        assert_eq!(&fetched.body[..], b"<doc/>");
+    }
+    assert_eq!(
+        connections.load(Ordering::SeqCst),
+        1,
+        "one connection for five fetches"
+    );
+    // An answer with Connection: close is not kept: the first goes over
+    // the kept connection, the second needs a new one, and so does the
+    // next fetch.
+    upstream.fetch("/close", None, &none()).await.unwrap();
+    upstream.fetch("/close", None, &none()).await.unwrap();
+    assert_eq!(connections.load(Ordering::SeqCst), 2);
+    upstream.fetch("/a", None, &none()).await.unwrap();
+    upstream.fetch("/a", None, &none()).await.unwrap();
+    assert_eq!(connections.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test]
+async fn a_kept_connection_the_upstream_closed_is_replaced() {
+    // The scripted backend closes every connection after one answer,
+    // without saying so: the next fetch finds its kept connection gone
+    // and uses a new one.
+    let backend = backend(|_, _| reply("200 OK", &[], "<doc/>")).await;
+    let upstream = upstream(backend.url("{path}"), |c| c.memo_size = 0);
+    for _ in 0..4 {
+        let fetched = upstream.fetch("/a", None, &none()).await.unwrap();
+        assert_eq!(&fetched.body[..], b"<doc/>");
+    }
+    assert_eq!(backend.hits(), 4);
 }

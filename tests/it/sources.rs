@@ -638,3 +638,24 @@ async fn server_env(site: &TestSite) -> String {
     assert_eq!(r.status, 200, "{}", r.text());
     r.text()
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_posted_document_reads_no_file_through_xinclude() {
+    let site = TestSite::new();
+    let toml =
+        "[location.\"/\"]\nxinclude = true\n[location.\"/post\"]\nprovider = { type = \"post\" }\n";
+    let server = server(&site, toml, CacheMode::Off).await;
+    let body = "<?xml-stylesheet href=\"/s/identity.xsl\" type=\"text/xsl\"?>\
+                <a xmlns:xi=\"http://www.w3.org/2001/XInclude\"><xi:include href=\"/two.xml\" parse=\"text\"/></a>";
+    let r = server.post("/post/x.xml", "application/xml", body).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(
+        !r.text().contains("Two stages"),
+        "the include was not processed: {}",
+        r.text()
+    );
+    // The same document as a file of the location is included.
+    site.write("inc.xml", body);
+    let r = server.get("/inc.xml").await;
+    assert!(r.text().contains("Two stages"), "{}", r.text());
+}
