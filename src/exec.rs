@@ -808,13 +808,8 @@ mod tests {
     #[test]
     fn the_timeout_kills_the_whole_process_group() {
         let dir = tempfile::tempdir().unwrap();
-        let p = Program::new(
-            argv(&["sh", "-c", "echo $$ > pid; sleep 30 & wait"]),
-            dir.path(),
-        )
-        .unwrap()
-        .with_env(Program::allowed_env(&["PATH"], &[]))
-        .with_timeout(Duration::from_millis(300));
+        let p = shell_in(dir.path(), "echo $$ > pid; sleep 30 & wait")
+            .with_timeout(Duration::from_millis(300));
         let started = Instant::now();
         let e = p.run(b"", &[]).unwrap_err();
         let took = started.elapsed();
@@ -825,6 +820,13 @@ mod tests {
             "{took:?}"
         );
         assert_group_gone(dir.path());
+    }
+
+    /// `sh -c script` run in `dir` with only `PATH`.
+    fn shell_in(dir: &Path, script: &str) -> Program {
+        Program::new(argv(&["sh", "-c", script]), dir)
+            .unwrap()
+            .with_env(Program::allowed_env(&["PATH"], &[]))
     }
 
     /// The process group whose id the program wrote to `dir/pid` has no
@@ -846,12 +848,7 @@ mod tests {
     #[test]
     fn what_a_program_leaves_running_is_killed_when_it_exits() {
         let dir = tempfile::tempdir().unwrap();
-        let p = Program::new(
-            argv(&["sh", "-c", "echo $$ > pid; sleep 30 & echo out"]),
-            dir.path(),
-        )
-        .unwrap()
-        .with_env(Program::allowed_env(&["PATH"], &[]));
+        let p = shell_in(dir.path(), "echo $$ > pid; sleep 30 & echo out");
         let started = Instant::now();
         // The background sleep holds stdout open: the run returns only
         // because it is killed when the shell exits.

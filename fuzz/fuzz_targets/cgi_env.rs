@@ -24,7 +24,7 @@ use std::collections::HashSet;
 use std::sync::OnceLock;
 
 use axle::dynamic::checks::cgi_environment;
-use axle::dynamic::{CommandConfig, SourceRequest};
+use axle::dynamic::{CGI_VARIABLES as CGI, CommandConfig, SourceRequest};
 use axle::provider::normalize_request_path;
 use axum::http::{HeaderName, HeaderValue, Method};
 use bytes::Bytes;
@@ -32,18 +32,6 @@ use libfuzzer_sys::fuzz_target;
 
 const PREFIX: &str = "/cgi";
 
-const CGI: [&str; 10] = [
-    "GATEWAY_INTERFACE",
-    "SERVER_PROTOCOL",
-    "SERVER_SOFTWARE",
-    "REQUEST_METHOD",
-    "QUERY_STRING",
-    "PATH_INFO",
-    "SCRIPT_NAME",
-    "REQUEST_URI",
-    "CONTENT_TYPE",
-    "CONTENT_LENGTH",
-];
 
 /// The configured headers (the defaults and one more) and their variables.
 fn configured() -> &'static (Vec<String>, HashSet<String>) {

@@ -104,6 +104,23 @@ impl CommandSource {
     }
 }
 
+/// Every variable a command may get besides `HTTP_*` and the configured
+/// `env` allow-list (`CONTENT_TYPE` and `CONTENT_LENGTH` only with a
+/// body): the one list docs, tests and the `cgi_env` fuzz target check
+/// against.
+pub const CGI_VARIABLES: [&str; 10] = [
+    "GATEWAY_INTERFACE",
+    "SERVER_PROTOCOL",
+    "SERVER_SOFTWARE",
+    "REQUEST_METHOD",
+    "QUERY_STRING",
+    "PATH_INFO",
+    "SCRIPT_NAME",
+    "REQUEST_URI",
+    "CONTENT_TYPE",
+    "CONTENT_LENGTH",
+];
+
 /// The CGI-style variables for `request`, with `headers` (configured
 /// names) passed as `HTTP_*`.
 pub fn environment(headers: &[String], request: &SourceRequest) -> Vec<(String, String)> {
@@ -248,5 +265,41 @@ impl CommandSource {
             ExecError::Busy(_) => SourceError::Busy(message),
             _ => SourceError::Failed(message),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_environment_holds_exactly_the_listed_variables_and_the_configured_headers() {
+        let mut request = SourceRequest::new(Method::POST, "/live", "/a%20b.xml");
+        request.query = Some("x=1".into());
+        request.body = Some(bytes::Bytes::from_static(b"<a/>"));
+        request
+            .headers
+            .insert(header::CONTENT_TYPE, "application/xml".parse().unwrap());
+        request
+            .headers
+            .insert("accept-language", "fr".parse().unwrap());
+        request.headers.insert("x-secret", "no".parse().unwrap());
+        let env = environment(&["accept-language".to_string()], &request);
+        let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
+        let mut want: Vec<&str> = CGI_VARIABLES.to_vec();
+        want.push("HTTP_ACCEPT_LANGUAGE");
+        let (mut got, mut want) = (names.clone(), want);
+        got.sort_unstable();
+        want.sort_unstable();
+        assert_eq!(got, want, "every listed variable, once, and nothing else");
+        let value = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        assert_eq!(value("PATH_INFO"), Some("/a b.xml"));
+        assert_eq!(value("SCRIPT_NAME"), Some("/live"));
+        assert_eq!(value("REQUEST_URI"), Some("/live/a%20b.xml?x=1"));
+        assert_eq!(value("CONTENT_LENGTH"), Some("4"));
+        // Without a body, no CONTENT_* variables.
+        request.body = None;
+        let env = environment(&[], &request);
+        assert!(env.iter().all(|(k, _)| !k.starts_with("CONTENT_")));
     }
 }

@@ -22,7 +22,7 @@ mod memo;
 mod post;
 mod upstream;
 
-pub use command::{CommandConfig, CommandSource};
+pub use command::{CGI_VARIABLES, CommandConfig, CommandSource};
 pub use memo::Memoized;
 pub use post::{PostConfig, PostSource};
 pub use upstream::UpstreamSource;
