@@ -39,14 +39,11 @@ pub(super) async fn respond(
         Some(limit) => Some(read_body(app, request, limit).await?),
         None => None,
     };
-    let path_info = percent_encoding::percent_decode_str(&below)
-        .decode_utf8_lossy()
-        .into_owned();
+    // `new` decodes PATH_INFO; the path is kept as the request spelled it.
     let mut source_request = SourceRequest::new(method, &mount.prefix, &below);
     source_request.path = path.clone();
-    source_request.path_info = path_info;
     source_request.query = query_string(query);
-    source_request.headers = headers.clone();
+    source_request.headers = headers;
     source_request.body = body;
     let produced = match mount.provider.produce(&source_request).await {
         Ok(p) => p,
@@ -54,7 +51,8 @@ pub(super) async fn respond(
     };
     let generated = generated_path(app.pipeline.provider().root(), &path)
         .map_err(|e| HttpError::NotFound(e.to_string()))?;
-    let chosen = choose::choose(location, &headers, query, None);
+    let headers = &source_request.headers;
+    let chosen = choose::choose(location, headers, query, None);
     let mut req = render_request(location, &chosen, params(location, query, &[]));
     req.uncacheable_source = !produced.cacheable;
     req.source_is_variant = mount.client_document;
@@ -68,7 +66,7 @@ pub(super) async fn respond(
         .render_generated(&generated, produced.bytes, &req)
         .await
     {
-        Ok(rendered) => Ok(document_response(rendered, &headers, location)),
+        Ok(rendered) => Ok(document_response(rendered, headers, location)),
         Err(e) => Err(render_failed(app, e, mount, generated, location, &req).await),
     }
 }
