@@ -46,6 +46,12 @@ impl ContentHash {
         &self.0
     }
 
+    /// The hash whose raw bytes are `bytes` (as [`as_bytes`](Self::as_bytes)
+    /// gave them: a cache tier reading back what it stored).
+    pub const fn from_bytes(bytes: [u8; 32]) -> Self {
+        ContentHash(bytes)
+    }
+
     /// Lower-case hex of the first `n` bytes (at most 32).
     pub fn hex(&self, n: usize) -> String {
         let mut s = String::with_capacity(2 * n);
@@ -92,6 +98,26 @@ impl fmt::Debug for ContentHash {
 /// A cache key: what a cache entry is stored under.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Key([u8; 32]);
+
+impl Key {
+    /// The raw key (a cache tier's file or record name).
+    pub fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+
+    /// The key whose raw bytes are `bytes` (as [`as_bytes`](Self::as_bytes)
+    /// gave them).
+    pub const fn from_bytes(bytes: [u8; 32]) -> Self {
+        Key(bytes)
+    }
+
+    /// Lower-case hex of the whole key (64 characters).
+    pub fn hex(&self) -> String {
+        let mut s = String::with_capacity(64);
+        push_hex(&mut s, &self.0);
+        s
+    }
+}
 
 impl fmt::Debug for Key {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -12,6 +12,7 @@ mod fingerprint;
 mod hot;
 mod key;
 mod store;
+mod tier;
 mod watch;
 
 pub use fingerprint::{Fingerprints, Stamp};
@@ -21,6 +22,7 @@ pub use key::{
     KeyBuilder, Sink,
 };
 pub use store::{Entry, Store, Tier};
+pub use tier::{BoxFuture, Cache, TierStats, Tiers};
 pub use watch::{Token, Watcher};
 
 use std::path::{Path, PathBuf};

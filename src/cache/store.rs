@@ -33,6 +33,9 @@ pub struct Entry {
     pub content_type: Option<Arc<str>>,
     /// Files read while computing it that its key does not cover.
     pub deps: Arc<[Dep]>,
+    /// The document URL it was rendered for (final outputs), so a purge
+    /// by path prefix finds it in every tier.
+    pub url: Option<Arc<str>>,
 }
 
 impl Entry {
@@ -258,6 +261,7 @@ mod tests {
             elided: false,
             content_type: None,
             deps: deps.into(),
+            url: None,
         })
     }
 

@@ -177,6 +177,7 @@ impl ChainJob {
                 None
             },
             deps: resolver.take_deps().into(),
+            url: is_final.then(|| Arc::clone(&self.base_url)),
         };
         Ok((entry, tree))
     }
