@@ -54,6 +54,12 @@ pub enum Freshness {
     /// link in an unwatched directory, through `mmap`, and by other
     /// machines on network filesystems.
     Watch,
+    /// No check at all on a hit (AxKit's `AxDependencyChecks Off`): for
+    /// immutable deployments. A file's hash, once known, is believed until
+    /// the deployment says files changed: `axle cache purge` or SIGHUP.
+    /// An entry promoted from a lower tier (the disk) is still checked
+    /// once, when it is loaded.
+    Trust,
 }
 
 impl std::fmt::Display for Freshness {
@@ -61,6 +67,7 @@ impl std::fmt::Display for Freshness {
         f.write_str(match self {
             Freshness::Check => "check",
             Freshness::Watch => "watch",
+            Freshness::Trust => "trust",
         })
     }
 }
@@ -98,6 +105,29 @@ pub struct ServeConfig {
     pub http: HttpLimits,
     /// What one render may spend.
     pub render: RenderLimits,
+    /// The disk tier's directory (`--cache-dir`), if any.
+    pub cache_dir: Option<PathBuf>,
+    /// The disk tier's bound in bytes (`--cache-dir-size`).
+    pub cache_dir_size: u64,
+    /// The admin listener's address (`--admin`): stats and purge. None:
+    /// no admin listener (the default).
+    pub admin: Option<SocketAddr>,
+    /// Cache tiers below memory and disk, asked in order (registered
+    /// through [`crate::Server::builder`]).
+    pub tiers: TierList,
+}
+
+/// Cache tiers registered by a program embedding Axle, in the order they
+/// are asked (after memory and the disk tier).
+#[derive(Clone, Default)]
+pub struct TierList(pub Vec<std::sync::Arc<dyn crate::cache::Cache>>);
+
+impl std::fmt::Debug for TierList {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|t| t.name()))
+            .finish()
+    }
 }
 
 impl ServeConfig {
@@ -116,12 +146,19 @@ impl ServeConfig {
             reuse_port: false,
             http: HttpLimits::default(),
             render: RenderLimits::default(),
+            cache_dir: None,
+            cache_dir_size: DEFAULT_CACHE_DIR_SIZE,
+            admin: None,
+            tiers: TierList::default(),
         }
     }
 }
 
 /// The default output cache budget: 256 MiB.
 pub const DEFAULT_CACHE_SIZE: u64 = 256 << 20;
+
+/// The default bound of the disk tier: 1 GiB.
+pub const DEFAULT_CACHE_DIR_SIZE: u64 = 1 << 30;
 
 /// Parses a size such as `1048576`, `512k`, `256M`, `256MiB`, `1G` or `1GB`
 /// (binary multiples in every spelling: a cache budget is about memory).

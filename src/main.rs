@@ -185,10 +185,23 @@ enum Command {
         #[arg(long, default_value_t = 0)]
         io_threads: usize,
         /// How a cached response is checked: `watch` (inotify; a hit costs
-        /// no stat) or `check` (stat every file it came from, per request;
-        /// for network filesystems and hard-linked trees).
+        /// no stat), `check` (stat every file it came from, per request;
+        /// for network filesystems and hard-linked trees) or `trust` (no
+        /// check at all, for immutable deployments: `axle cache purge` or
+        /// SIGHUP says files changed).
         #[arg(long, value_enum, default_value_t = Freshness::Watch)]
         freshness: Freshness,
+        /// Keep rendered responses on disk under DIR too (content-addressed,
+        /// verified on every read): a restart starts warm.
+        #[arg(long, value_name = "DIR")]
+        cache_dir: Option<PathBuf>,
+        /// The most the disk tier may hold (e.g. 512MiB, 4G).
+        #[arg(long, value_parser = parse_size, default_value = "1GiB")]
+        cache_dir_size: u64,
+        /// Serve the admin listener (GET /stats, POST /purge) on this
+        /// address, e.g. 127.0.0.1:9090. Off by default.
+        #[arg(long, value_name = "ADDR", value_parser = parse_listen)]
+        admin: Option<SocketAddr>,
         /// The site configuration [default: axle.toml in the root, if any].
         /// SIGHUP reloads it.
         #[arg(long)]
@@ -197,6 +210,12 @@ enum Command {
         dtds: DtdArgs,
         #[command(flatten)]
         limits: Box<LimitArgs>,
+    },
+    /// Ask a running server's admin listener (`serve --admin ADDR`) about
+    /// its cache, or tell it files changed.
+    Cache {
+        #[command(subcommand)]
+        action: CacheAction,
     },
     /// Validate a site configuration without serving: its keys and values,
     /// and that every stylesheet it names exists under the root.
@@ -235,6 +254,55 @@ enum Command {
         #[command(flatten)]
         dtds: DtdArgs,
     },
+}
+
+/// `axle cache …`.
+#[derive(Subcommand, Debug)]
+enum CacheAction {
+    /// Print the cache's counters (hits, misses, tiers, stage times) as JSON.
+    Stats {
+        /// The admin listener's address (HOST:PORT, as given to `serve
+        /// --admin`).
+        #[arg(long, value_name = "ADDR")]
+        admin: String,
+    },
+    /// Drop stored responses whose URL path starts with PREFIX (all of them
+    /// without it), in every tier, and forget remembered file hashes.
+    Purge {
+        /// The admin listener's address (HOST:PORT).
+        #[arg(long, value_name = "ADDR")]
+        admin: String,
+        /// A URL path prefix, e.g. /docs/.
+        prefix: Option<String>,
+    },
+}
+
+/// `axle cache stats|purge`: one request to the admin listener; the
+/// answer's JSON printed, a non-2xx status an error.
+async fn cache_command(action: CacheAction) -> Result<(), String> {
+    let (addr, method, path) = match &action {
+        CacheAction::Stats { admin } => (admin, "GET", "/stats".to_string()),
+        CacheAction::Purge { admin, prefix } => {
+            let path = match prefix {
+                Some(p) => format!(
+                    "/purge?prefix={}",
+                    percent_encoding::utf8_percent_encode(p, percent_encoding::NON_ALPHANUMERIC)
+                ),
+                None => "/purge".to_string(),
+            };
+            (admin, "POST", path)
+        }
+    };
+    let (status, body) = axle::http::admin::client::request(addr, method, &path).await?;
+    let pretty = serde_json::from_str::<serde_json::Value>(&body)
+        .ok()
+        .and_then(|v| serde_json::to_string_pretty(&v).ok())
+        .unwrap_or(body);
+    if !(200..300).contains(&status) {
+        return Err(format!("the admin listener answered {status}: {pretty}"));
+    }
+    println!("{pretty}");
+    Ok(())
 }
 
 /// `serve`'s root when `--root` is not given. `cargo run` sets
@@ -304,6 +372,9 @@ fn main() -> ExitCode {
             workers,
             io_threads,
             freshness,
+            cache_dir,
+            cache_dir_size,
+            admin,
             config: site_file,
             dtds,
             limits,
@@ -317,6 +388,9 @@ fn main() -> ExitCode {
             config.workers = workers;
             config.io_threads = io_threads;
             config.freshness = freshness;
+            config.cache_dir = cache_dir;
+            config.cache_dir_size = cache_dir_size;
+            config.admin = admin;
             let mut builder = axle::Server::builder(&config.root)
                 .config(config)
                 // The flags win over the file's [limits].
@@ -337,6 +411,7 @@ fn main() -> ExitCode {
             }
             served
         }
+        Command::Cache { action } => runtime.block_on(cache_command(action)),
         Command::Render {
             file,
             params,

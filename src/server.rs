@@ -273,6 +273,17 @@ impl Builder {
         self
     }
 
+    /// Adds `tier` to the output cache, below memory and the disk tier
+    /// (`--cache-dir`) and any tier added before it. Final responses are
+    /// written to it; a memory miss asks it, and what it answers is checked
+    /// (the bytes against their hash, every recorded dependency against the
+    /// files) before it is served and promoted. `X-Axle-Cache` then says
+    /// `hit; tier=NAME`.
+    pub fn cache_tier(mut self, tier: impl crate::cache::Cache) -> Self {
+        self.config.tiers.0.push(Arc::new(tier));
+        self
+    }
+
     /// Loads this configuration file instead of `axle.toml` in the root. A
     /// file inside the root under another name is refused at
     /// [`Builder::build`] (it could be served).

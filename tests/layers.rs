@@ -65,7 +65,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     // Leaves: the start-up settings (also what `axle.toml`'s `[limits]`
     // fills in, so `site` uses them), the pool, and the runner of
     // configured programs (filters, command sources).
-    ("config", &["ffi"]),
+    ("config", &["cache", "ffi", "prolog"]),
     ("pool", &[]),
     // The upstream fetcher (issue #24) decides alone which host is
     // contacted, so it stands on nothing: no provider, site or server

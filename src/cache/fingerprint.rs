@@ -77,6 +77,9 @@ pub struct Fingerprints {
     /// What is known of paths' canonicity.
     canonical: moka::sync::Cache<PathBuf, Canon>,
     watch: Arc<OnceLock<Watch>>,
+    /// `--freshness trust`: a remembered hash is believed with no `stat`
+    /// until [`Fingerprints::clear`].
+    trust: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// Whether a path is canonical (under the root), as far as known.
@@ -181,7 +184,21 @@ impl Fingerprints {
             // quarter of the files is plenty.
             canonical: moka::sync::Cache::new((capacity / 4).max(16)),
             watch: Arc::new(OnceLock::new()),
+            trust: Arc::default(),
         }
+    }
+
+    /// Believes remembered hashes with no `stat` from now on (in this memo
+    /// and every clone of it): `--freshness trust`.
+    pub fn trust(&self) {
+        self.trust.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Forgets every remembered hash and canonical path: the files changed
+    /// (a purge, or SIGHUP under `--freshness trust`).
+    pub fn clear(&self) {
+        self.memo.invalidate_all();
+        self.canonical.invalidate_all();
     }
 
     /// Lets `watcher` vouch for files under `root` (canonical) from now on,
@@ -214,6 +231,12 @@ impl Fingerprints {
     /// write during the read shows as a different stamp later).
     pub fn stamped(&self, path: &Path) -> io::Result<(Stamp, ContentHash)> {
         let mut seen = self.memo.get(path);
+        if let Some(s) = &seen
+            && !s.forgotten()
+            && self.trust.load(std::sync::atomic::Ordering::Relaxed)
+        {
+            return Ok((s.stamp, s.hash));
+        }
         if let Some(Seen {
             stamp,
             hash,

@@ -21,7 +21,7 @@ pub use key::{
     Collecting, ContentHash, FieldKey, FieldKeyBuilder, Fields, Hashing, KEY_CONTEXT, Key,
     KeyBuilder, Sink,
 };
-pub use store::{Entry, Store, Tier};
+pub use store::{Entry, Found, Purged, Store, Tier};
 pub use tier::{BoxFuture, Cache, TierStats, Tiers};
 pub use watch::{Token, Watcher};
 

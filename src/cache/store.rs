@@ -1,6 +1,10 @@
 //! The output store: `Key → Entry`, in memory, bounded in bytes (moka weighs
-//! each entry by its size), with concurrent misses for one key computed once.
-//! A hit is checked against the entry's recorded dependencies first.
+//! each entry by its size), with concurrent misses for one key computed once,
+//! and the tiers below memory (`Cache`: the disk, a user's tier) asked in
+//! order on a memory miss, a hit there promoted up, a computed response
+//! written down to every tier. A hit is checked against the entry's
+//! recorded dependencies first; what a lower tier answers is also checked
+//! against its own hash, so no tier can serve a corrupt body.
 //!
 //! In incremental mode it also keeps *traces* (a build system's
 //! constructive traces): the key of a chain's last stage (its closure and
@@ -10,10 +14,11 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 
-use super::{ContentHash, Dep, Fingerprints, Key};
+use super::{ContentHash, Dep, Fingerprints, Key, TierStats, Tiers};
 
 /// One cached output: a stage's output or a whole response.
 #[derive(Debug, Clone)]
@@ -46,7 +51,14 @@ impl Entry {
             .iter()
             .map(|d| d.path.as_os_str().len() + 48)
             .sum();
-        u32::try_from(self.bytes.len() + deps + 160).unwrap_or(u32::MAX)
+        let url = self.url.as_ref().map_or(0, |u| u.len());
+        u32::try_from(self.bytes.len() + deps + url + 160).unwrap_or(u32::MAX)
+    }
+
+    /// Whether `bytes` are what `hash` says (a final output's hash is of
+    /// its bytes): what every entry read from a lower tier must pass.
+    pub fn is_intact(&self) -> bool {
+        !self.elided && ContentHash::of(&self.bytes) == self.hash
     }
 }
 
@@ -62,11 +74,32 @@ pub enum Tier {
     Intermediate,
 }
 
+/// Where an entry came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Found {
+    /// The memory tier.
+    Memory,
+    /// A lower tier, by name (promoted into memory on the way up).
+    Lower(&'static str),
+    /// Nowhere: computed for this request (or by a concurrent one it
+    /// waited for).
+    Computed,
+}
+
 type Tiered = moka::future::Cache<Key, Arc<Entry>>;
 
 /// What a trace is weighed at: two 32-byte keys plus an estimate (not
 /// measured) of moka's own per-entry structures.
 const TRACE_WEIGHT: u32 = 160;
+
+/// The store's own counters (the memory tier's evictions; per lower tier,
+/// hits and entries rejected on load).
+#[derive(Debug, Default)]
+struct Counters {
+    evictions: AtomicU64,
+    /// Per lower tier, in order: hits, rejected (corrupt or stale).
+    lower: Vec<(AtomicU64, AtomicU64)>,
+}
 
 /// The bounded output store.
 #[derive(Clone)]
@@ -75,6 +108,11 @@ pub struct Store {
     intermediates: Tiered,
     traces: moka::sync::Cache<Key, Key>,
     fingerprints: Fingerprints,
+    lower: Tiers,
+    trust: bool,
+    capacity: u64,
+    intermediate_budget: u64,
+    counters: Arc<Counters>,
 }
 
 impl std::fmt::Debug for Store {
@@ -82,14 +120,24 @@ impl std::fmt::Debug for Store {
         f.debug_struct("Store")
             .field("entries", &self.entry_count())
             .field("bytes", &self.weighted_size())
+            .field(
+                "lower",
+                &self.lower.iter().map(|t| t.name()).collect::<Vec<_>>(),
+            )
             .finish()
     }
 }
 
-fn tiered(budget: u64) -> Tiered {
+fn tiered(budget: u64, counters: &Arc<Counters>) -> Tiered {
+    let counters = Arc::clone(counters);
     moka::future::Cache::builder()
         .max_capacity(budget)
         .weigher(|_k: &Key, v: &Arc<Entry>| v.weight())
+        .eviction_listener(move |_k, _v, cause| {
+            if cause == moka::notification::RemovalCause::Size {
+                counters.evictions.fetch_add(1, Ordering::Relaxed);
+            }
+        })
         .build()
 }
 
@@ -100,16 +148,29 @@ fn traces(budget: u64) -> moka::sync::Cache<Key, Key> {
         .build()
 }
 
+/// What [`Store::purge`] dropped, per tier (memory first).
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Purged {
+    /// Tier name → entries dropped (as far as the tier knows).
+    pub tiers: Vec<(String, u64)>,
+}
+
 impl Store {
     /// A store holding at most `finals` bytes of final outputs and
     /// `intermediates` bytes of intermediate ones (and no traces: see
     /// [`Store::with_traces`]).
     pub fn new(finals: u64, intermediates: u64, fingerprints: Fingerprints) -> Self {
+        let counters = Arc::new(Counters::default());
         Store {
-            finals: tiered(finals),
-            intermediates: tiered(intermediates),
+            finals: tiered(finals, &counters),
+            intermediates: tiered(intermediates, &counters),
             traces: traces(0),
             fingerprints,
+            lower: Arc::from(Vec::new()),
+            trust: false,
+            capacity: finals + intermediates,
+            intermediate_budget: intermediates,
+            counters,
         }
     }
 
@@ -120,12 +181,55 @@ impl Store {
         self
     }
 
+    /// The same store over `lower` tiers, asked in order on a memory miss.
+    #[must_use]
+    pub fn with_lower(mut self, lower: Tiers) -> Self {
+        let counters = Counters {
+            evictions: AtomicU64::new(0),
+            lower: lower.iter().map(|_| Default::default()).collect(),
+        };
+        let counters = Arc::new(counters);
+        self.finals = tiered(self.capacity - self.intermediate_budget, &counters);
+        self.intermediates = tiered(self.intermediate_budget, &counters);
+        self.counters = counters;
+        self.lower = lower;
+        self
+    }
+
+    /// The same store believing every memory entry fresh without checking
+    /// its dependencies (`--freshness trust`). Entries from a lower tier
+    /// are still checked once, on their way up.
+    #[must_use]
+    pub fn trusting(mut self, trust: bool) -> Self {
+        self.trust = trust;
+        self
+    }
+
+    /// Whether memory entries are believed fresh with no check.
+    pub fn is_trusting(&self) -> bool {
+        self.trust
+    }
+
+    /// Forgets everything held in memory (outputs and traces); the lower
+    /// tiers keep theirs.
+    pub async fn clear_memory(&self) {
+        self.finals.invalidate_all();
+        self.intermediates.invalidate_all();
+        self.traces.invalidate_all();
+        self.sync().await;
+    }
+
+    /// The tiers below memory.
+    pub fn lower(&self) -> &Tiers {
+        &self.lower
+    }
+
     /// The final output a trace under `key` leads to, with its key, if
     /// both are present and the output is fresh.
-    pub async fn traced(&self, key: &Key) -> Option<(Arc<Entry>, Key)> {
+    pub async fn traced(&self, key: &Key) -> Option<(Arc<Entry>, Key, Found)> {
         let last = self.traces.get(key)?;
-        let entry = self.get(&last, Tier::Final).await?;
-        Some((entry, last))
+        let (entry, found) = self.get_found(&last, Tier::Final).await?;
+        Some((entry, last, found))
     }
 
     /// Is there a trace under `key` (whether or not its response is still
@@ -153,13 +257,36 @@ impl Store {
         }
     }
 
-    /// Is every dependency of `entry` unchanged?
+    /// Is every dependency of `entry` unchanged? (Believed in trust mode.)
     fn is_fresh(&self, entry: &Entry) -> bool {
+        self.trust || self.deps_hold(entry)
+    }
+
+    fn deps_hold(&self, entry: &Entry) -> bool {
         entry.deps.iter().all(|d| d.unchanged(&self.fingerprints))
     }
 
-    /// The entry under `key`, if present and fresh (a stale one is dropped).
+    /// The entry under `key`, if present and fresh (a stale one is dropped);
+    /// for a final output, memory then every lower tier.
     pub async fn get(&self, key: &Key, tier: Tier) -> Option<Arc<Entry>> {
+        self.get_found(key, tier).await.map(|(e, _)| e)
+    }
+
+    /// [`Store::get`], saying which tier answered. A lower tier's entry is
+    /// promoted into memory (and every tier above the one that had it).
+    pub async fn get_found(&self, key: &Key, tier: Tier) -> Option<(Arc<Entry>, Found)> {
+        if let Some(entry) = self.get_memory(key, tier).await {
+            return Some((entry, Found::Memory));
+        }
+        if tier == Tier::Intermediate {
+            return None;
+        }
+        let (entry, name) = self.from_lower(key).await?;
+        self.finals.insert(*key, Arc::clone(&entry)).await;
+        Some((entry, Found::Lower(name)))
+    }
+
+    async fn get_memory(&self, key: &Key, tier: Tier) -> Option<Arc<Entry>> {
         let cache = self.tier(tier);
         let entry = cache.get(key).await?;
         if self.is_fresh(&entry) {
@@ -170,16 +297,62 @@ impl Store {
         }
     }
 
-    /// The final output under `key` without checking its dependencies (for
-    /// a caller that has checked them its own way).
+    /// The first lower tier's intact, fresh entry under `key`, written to
+    /// the tiers above it; entries that fail either check are removed from
+    /// the tier that had them.
+    async fn from_lower(&self, key: &Key) -> Option<(Arc<Entry>, &'static str)> {
+        for (i, tier) in self.lower.iter().enumerate() {
+            let Some(entry) = tier.get(key).await else {
+                continue;
+            };
+            let counters = self.counters.lower.get(i);
+            // Checked in every freshness mode: loading is when a trusting
+            // server learns about files that changed while it was down.
+            if !entry.is_intact() || !self.deps_hold(&entry) {
+                if !entry.is_intact() {
+                    tracing::warn!(tier = tier.name(), key = ?key, "a cache entry failed its hash check; dropped");
+                }
+                if let Some((_, rejected)) = counters {
+                    rejected.fetch_add(1, Ordering::Relaxed);
+                }
+                tier.remove(key).await;
+                continue;
+            }
+            if let Some((hits, _)) = counters {
+                hits.fetch_add(1, Ordering::Relaxed);
+            }
+            self.write_down(&self.lower[..i], *key, &entry);
+            return Some((entry, tier.name()));
+        }
+        None
+    }
+
+    /// Writes `entry` to each of `tiers` in the background (best effort,
+    /// after the response has gone; only with a tokio runtime).
+    fn write_down(&self, tiers: &[Arc<dyn super::Cache>], key: Key, entry: &Arc<Entry>) {
+        if tiers.is_empty() || entry.elided {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        for tier in tiers {
+            let (tier, entry) = (Arc::clone(tier), Arc::clone(entry));
+            runtime.spawn(async move { tier.put(key, entry).await });
+        }
+    }
+
+    /// The final output under `key` in memory without checking its
+    /// dependencies (for a caller that has checked them its own way).
     pub async fn peek_final(&self, key: &Key) -> Option<Arc<Entry>> {
         self.finals.get(key).await
     }
 
     /// The fresh entry under `key`, or the one `compute` makes. Concurrent
-    /// callers for the same key wait for one computation. Returns the entry
-    /// and whether it was found (`true`) rather than computed (`false`).
-    /// Errors are not cached.
+    /// callers for the same key wait for one computation (or one lookup in
+    /// the lower tiers). Returns the entry and where it was found. Errors
+    /// are not cached. A final output computed here is written to every
+    /// lower tier.
     ///
     /// `Ok(None)`: the computation (this caller's, or the one it joined,
     /// which may have begun before an edit this caller saw) read a file
@@ -193,19 +366,35 @@ impl Store {
         key: Key,
         tier: Tier,
         compute: F,
-    ) -> Result<Option<(Arc<Entry>, bool)>, Arc<E>>
+    ) -> Result<Option<(Arc<Entry>, Found)>, Arc<E>>
     where
         E: Send + Sync + 'static,
         F: Future<Output = Result<Arc<Entry>, E>> + Send,
     {
-        if let Some(entry) = self.get(&key, tier).await {
-            return Ok(Some((entry, true)));
+        if let Some(entry) = self.get_memory(&key, tier).await {
+            return Ok(Some((entry, Found::Memory)));
         }
-        // A waiter whose computation was done by a concurrent caller reports
-        // "computed" too: it did not find the entry, it waited for it.
-        let entry = self.tier(tier).try_get_with(key, compute).await?;
-        if self.is_fresh(&entry) {
-            return Ok(Some((entry, false)));
+        // What this caller's own lookup did, if it ran one (a waiter whose
+        // work was done by a concurrent caller reports "computed": it did
+        // not find the entry, it waited for it).
+        let how = std::sync::OnceLock::new();
+        let lookup = async {
+            if tier == Tier::Final
+                && let Some((entry, name)) = self.from_lower(&key).await
+            {
+                let _ = how.set(Found::Lower(name));
+                return Ok(entry);
+            }
+            let _ = how.set(Found::Computed);
+            compute.await
+        };
+        let entry = self.tier(tier).try_get_with(key, lookup).await?;
+        let found = how.get().copied().unwrap_or(Found::Computed);
+        if self.deps_hold(&entry) {
+            if tier == Tier::Final && how.get() == Some(&Found::Computed) {
+                self.write_down(&self.lower, key, &entry);
+            }
+            return Ok(Some((entry, found)));
         }
         self.tier(tier).invalidate(&key).await;
         Ok(None)
@@ -214,13 +403,100 @@ impl Store {
     /// Whether every dependency `entry` recorded still holds (for an entry
     /// computed outside [`Store::get_or_compute`], before storing it).
     pub fn holds(&self, entry: &Entry) -> bool {
-        self.is_fresh(entry)
+        self.deps_hold(entry)
     }
 
     /// Stores `entry` under `key`, replacing what is there (an elided
-    /// intermediate output made whole).
+    /// intermediate output made whole); a final output goes to every lower
+    /// tier too.
     pub async fn insert(&self, key: Key, tier: Tier, entry: Arc<Entry>) {
+        if tier == Tier::Final {
+            self.write_down(&self.lower, key, &entry);
+        }
         self.tier(tier).insert(key, entry).await;
+    }
+
+    /// Weighs the final output under `key` again (it grew: a compressed
+    /// variant was made for it).
+    pub async fn reweigh(&self, key: &Key) {
+        if let Some(entry) = self.finals.get(key).await {
+            self.finals.insert(*key, entry).await;
+        }
+    }
+
+    /// Drops every final output whose document URL starts with `prefix`
+    /// (every output when None) from memory and every lower tier, and
+    /// every intermediate output and trace (they are keyed by content and
+    /// cheap to make again). With the file memo cleared by the caller,
+    /// this is how a deployment says "files changed".
+    pub async fn purge(&self, prefix: Option<&str>) -> Purged {
+        let mut purged = Purged::default();
+        let memory = match prefix {
+            None => {
+                let n = self.finals.entry_count();
+                self.finals.invalidate_all();
+                n
+            }
+            Some(prefix) => {
+                let mut n = 0;
+                let doomed: Vec<Key> = self
+                    .finals
+                    .iter()
+                    .filter(|(_, e)| e.url.as_deref().is_some_and(|u| u.starts_with(prefix)))
+                    .map(|(k, _)| *k)
+                    .collect();
+                for key in doomed {
+                    self.finals.invalidate(&key).await;
+                    n += 1;
+                }
+                n
+            }
+        };
+        self.intermediates.invalidate_all();
+        self.traces.invalidate_all();
+        self.sync().await;
+        purged.tiers.push(("memory".into(), memory));
+        for tier in self.lower.iter() {
+            let n = tier.purge(prefix).await;
+            purged.tiers.push((tier.name().into(), n));
+        }
+        purged
+    }
+
+    /// Every tier's counters, memory first.
+    pub fn tier_stats(&self) -> Vec<(&'static str, TierStats)> {
+        let mut all = vec![(
+            "memory",
+            TierStats {
+                entries: self.entry_count(),
+                bytes: self.weighted_size(),
+                capacity: self.capacity,
+                evictions: self.counters.evictions.load(Ordering::Relaxed),
+                rejected: 0,
+                write_errors: 0,
+                writable: true,
+            },
+        )];
+        for tier in self.lower.iter() {
+            all.push((tier.name(), tier.stats()));
+        }
+        all
+    }
+
+    /// Hits answered by each lower tier, and entries rejected on load, in
+    /// order.
+    pub fn lower_counts(&self) -> Vec<(&'static str, u64, u64)> {
+        self.lower
+            .iter()
+            .zip(self.counters.lower.iter())
+            .map(|(t, (h, r))| {
+                (
+                    t.name(),
+                    h.load(Ordering::Relaxed),
+                    r.load(Ordering::Relaxed),
+                )
+            })
+            .collect()
     }
 
     /// Number of entries (approximate, for status and tests).
@@ -311,7 +587,7 @@ mod tests {
             .await
             .unwrap()
             .unwrap();
-        assert!(!found);
+        assert_eq!(found, Found::Computed);
         assert!(store.get(&key, Tier::Final).await.is_some());
         std::fs::write(&dep_path, "v2").unwrap();
         assert!(store.get(&key, Tier::Final).await.is_none());
@@ -372,7 +648,7 @@ mod tests {
             .get_or_compute::<(), _>(response, Tier::Final, async { Ok(entry("out", vec![dep])) })
             .await
             .unwrap();
-        let (found, key) = store.traced(&stage).await.expect("traced");
+        let (found, key, _) = store.traced(&stage).await.expect("traced");
         assert_eq!((&found.bytes[..], key), (&b"out"[..], response));
         std::fs::write(&dep_path, "v2").unwrap();
         assert!(store.traced(&stage).await.is_none(), "stale response");

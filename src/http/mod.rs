@@ -3,6 +3,7 @@
 //! Knows nothing of libxslt: it calls the pipeline and maps its errors once
 //! (`error`).
 
+pub mod admin;
 mod charset;
 mod choose;
 mod conn;

@@ -88,6 +88,21 @@ pub async fn serve_app(app: Arc<App>, config: &ServeConfig) -> std::io::Result<(
     spawn_reloader(Arc::clone(&app));
     // One task hears the signal and tells every listener at once.
     let (stop, stopped) = tokio::sync::watch::channel(false);
+    if let Some(admin_addr) = config.admin {
+        let listener = super::admin::bind(admin_addr).await?;
+        let bound = listener.local_addr()?;
+        tracing::info!(addr = %bound, "admin listener: /stats, /purge");
+        println!("axle: admin listener on http://{bound}/ (stats, purge)");
+        let (app, mut stopped) = (Arc::clone(&app), stopped.clone());
+        tokio::spawn(async move {
+            let shutdown = async move {
+                let _ = stopped.wait_for(|s| *s).await;
+            };
+            if let Err(e) = super::admin::serve(listener, app, shutdown).await {
+                tracing::error!(error = %e, "the admin listener failed");
+            }
+        });
+    }
     tokio::spawn(async move {
         shutdown_signal().await;
         tracing::info!("stopping: no new connections; finishing requests being answered");
@@ -212,6 +227,12 @@ fn spawn_reloader(app: Arc<App>) {
     };
     tokio::spawn(async move {
         while hup.recv().await.is_some() {
+            if app.pipeline.trusting() {
+                // Under `--freshness trust`, SIGHUP is how a deployment
+                // says files changed.
+                app.pipeline.files_changed().await;
+                tracing::info!("files changed (SIGHUP): remembered hashes and memory entries forgotten");
+            }
             match app.reload() {
                 Ok(()) => tracing::info!("configuration reloaded"),
                 Err(e) => {

@@ -27,6 +27,8 @@ pub struct CompiledStage {
     pub files: Vec<Dep>,
     /// The resource's root-relative path (for messages).
     pub rel: String,
+    /// The name of the Language that runs it (stage times are kept by it).
+    pub language: Arc<str>,
 }
 
 impl std::fmt::Debug for CompiledStage {
@@ -254,5 +256,6 @@ fn compile_once(
         closure: key.finish_hash(),
         files: deps,
         rel,
+        language: Arc::from(spec.language.name()),
     }))
 }

@@ -34,6 +34,7 @@ impl Pipeline {
             CacheStatus::Untransformed => CacheStatus::Untransformed,
             _ => CacheStatus::Hit,
         };
+        self.stats.hot_hits.incr();
         Some(r)
     }
 

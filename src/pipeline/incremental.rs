@@ -10,7 +10,7 @@ use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
-use crate::cache::{ContentHash, Dep, Entry, Key, Store, Tier};
+use crate::cache::{ContentHash, Dep, Entry, Found, Key, Store, Tier};
 use crate::ffi::{XmlDoc, XmlError};
 use crate::language::{LanguageError, StageData};
 use crate::provider::{Located, Source};
@@ -57,11 +57,12 @@ impl Pipeline {
         // function of the source: it is found only by the last stage's key.
         let found = match walk.uncacheable_stage {
             true => None,
-            false => self.store.get(&walk.response_key, Tier::Final).await,
+            false => self.store.get_found(&walk.response_key, Tier::Final).await,
         };
-        if let Some(entry) = found {
+        if let Some((entry, found)) = found {
             validators.extend(entry.deps.iter().cloned());
-            return Ok(rendered(&entry, CacheStatus::Hit, Some(walk.response_key)));
+            let status = CacheStatus::of_found(found);
+            return Ok(rendered(&entry, status, Some(walk.response_key)));
         }
         let before = validators.len();
         if let Some(out) = self.walk_stages(&walk, validators, false).await? {
@@ -105,7 +106,7 @@ impl Pipeline {
             let stage_key = job.stage_key(index, input_hash);
             let cacheable = job.stages[index].stage.cacheable();
             if is_final && total > 1 && !walk.uncacheable_stage {
-                if let Some((entry, stored)) = self.store.traced(&stage_key).await {
+                if let Some((entry, stored, _)) = self.store.traced(&stage_key).await {
                     // Early cut-off: this input was seen before and its
                     // response is still stored. Not stored again under
                     // this request's key (a dynamic source has a new key
@@ -114,6 +115,7 @@ impl Pipeline {
                         self.pool.drop_on_pool(tree);
                     }
                     validators.extend(entry.deps.iter().cloned());
+                    self.stats.cutoffs.fetch_add(1, Ordering::Relaxed);
                     let status = CacheStatus::of_reused(reused + 1, total);
                     return Ok(Some(rendered(&entry, status, Some(stored))));
                 }
@@ -202,7 +204,7 @@ impl Pipeline {
                 // was not needed.
                 self.drop_input_on_pool(input.take());
                 match got {
-                    Ok(Some(got)) => got,
+                    Ok(Some((entry, found))) => (entry, found != Found::Computed),
                     // Computed (here or by a walk this one joined) from a
                     // file that changed since: dropped; the caller walks
                     // again, whole, uncoalesced.

@@ -135,10 +135,10 @@ impl ChainJob {
         self.stats.stage_runs.fetch_add(1, Ordering::Relaxed);
         let span = tracing::debug_span!("stage", n = index + 1, stylesheet = %stage.rel);
         let _enter = span.enter();
-        let output = stage
-            .stage
-            .run(input, &ctx)
-            .map_err(|error| self.stage_error(index, error))?;
+        let started = std::time::Instant::now();
+        let output = stage.stage.run(input, &ctx);
+        self.stats.stage_ran(&stage.language, started.elapsed());
+        let output = output.map_err(|error| self.stage_error(index, error))?;
         if let Some(why) = resolver.take_internal_error() {
             return Err(self.stage_error(index, LanguageError::Failed(why)));
         }

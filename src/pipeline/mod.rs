@@ -40,16 +40,18 @@ mod keys;
 mod nested;
 mod response;
 mod scan;
+mod stats;
 mod trace;
 
 pub use crate::ffi::Exceeded;
 pub use compiled::CompiledStage;
 pub use error::PipelineError;
 pub use response::{CacheStatus, DEFAULT_TYPE, RAW_XML_TYPE, Rendered, ResponseHead};
+pub use stats::{Sharded, StageTime, Stats, VariantCounts, VariantStats};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
@@ -69,20 +71,6 @@ use response::rendered;
 use scan::scan_prolog;
 use trace::trace_stem;
 
-/// Counters, for tests, benchmarks and (later) the status page.
-#[derive(Debug, Default)]
-pub struct Stats {
-    /// Stage executions.
-    pub stage_runs: AtomicU64,
-    /// Stage compilations.
-    pub compiles: AtomicU64,
-    /// Rendered requests.
-    pub renders: AtomicU64,
-    /// Incremental renders that walked the stages a second time, because
-    /// an output stored by hash only (elided) was needed as an input.
-    pub whole_walks: AtomicU64,
-}
-
 /// The document pipeline for one document root.
 pub struct Pipeline {
     sources: CachingProvider<FileProvider>,
@@ -95,6 +83,7 @@ pub struct Pipeline {
     hot: HotMemo<HotResponse>,
     pool: Arc<Pool>,
     mode: CacheMode,
+    freshness: crate::config::Freshness,
     limits: Limits,
     render_limits: RenderLimits,
     admission: Admission,
@@ -197,6 +186,18 @@ fn watcher(config: &ServeConfig, fingerprints: &Fingerprints) -> Option<crate::c
     }
 }
 
+/// The tiers below memory `config` asks for, in order: the disk tier
+/// (`--cache-dir`), then every registered tier.
+fn lower_tiers(config: &ServeConfig) -> crate::cache::Tiers {
+    let mut tiers: Vec<Arc<dyn crate::cache::Cache>> = Vec::new();
+    if let Some(dir) = &config.cache_dir {
+        let _ = dir; // DISK-TIER-PENDING
+        // tiers.push(Arc::new(crate::cache::DiskTier::open(dir, config.cache_dir_size)));
+    }
+    tiers.extend(config.tiers.0.iter().cloned());
+    Arc::from(tiers)
+}
+
 impl Pipeline {
     /// A pipeline over `config.root` with the given Languages.
     pub fn new(config: &ServeConfig, registry: Registry) -> std::io::Result<Pipeline> {
@@ -227,6 +228,10 @@ impl Pipeline {
         let intermediates = if incremental { outputs / 32 } else { 0 };
         let watcher = watcher(config, &fingerprints).map(Arc::new);
         let pool = Pool::new(config.workers)?;
+        let trust = config.freshness == crate::config::Freshness::Trust;
+        if trust {
+            fingerprints.trust();
+        }
         if let Some(w) = &watcher {
             // Checks of sources, stylesheets and DTDs by watch, not stat.
             fingerprints.watch_with(w, files.root());
@@ -238,12 +243,15 @@ impl Pipeline {
             compiled: Arc::new(Compiled::new(4096, fingerprints.clone())),
             runtime: tokio::runtime::Handle::try_current().ok(),
             store: Store::new(outputs - intermediates, intermediates, fingerprints)
-                .with_traces(trace_budget),
+                .with_traces(trace_budget)
+                .with_lower(lower_tiers(config))
+                .trusting(trust),
             prologs: moka::sync::Cache::new(5_000),
-            hot: HotMemo::new(hot_budget, watcher),
+            hot: HotMemo::new(hot_budget, watcher).trusting(trust),
             admission: Admission::new(&config.render, pool.size()),
             pool: Arc::new(pool),
             mode: config.cache_mode,
+            freshness: config.freshness,
             limits: config.limits,
             render_limits: config.render,
             force_byte_handoff: config.force_byte_handoff,
@@ -261,6 +269,11 @@ impl Pipeline {
         self.mode
     }
 
+    /// How hits are checked.
+    pub fn freshness(&self) -> crate::config::Freshness {
+        self.freshness
+    }
+
     /// Counters.
     pub fn stats(&self) -> &Arc<Stats> {
         &self.stats
@@ -269,6 +282,30 @@ impl Pipeline {
     /// The output store.
     pub fn store(&self) -> &Store {
         &self.store
+    }
+
+    /// The deployment says files changed (SIGHUP under `--freshness
+    /// trust`): every remembered file hash, memoized response and memory
+    /// entry is forgotten; entries in lower tiers stay, checked as they
+    /// are loaded.
+    pub async fn files_changed(&self) {
+        self.files.fingerprints().clear();
+        self.hot.clear();
+        self.store.clear_memory().await;
+    }
+
+    /// Drops every stored response whose URL starts with `prefix` (all
+    /// when None) from every tier, and forgets remembered file hashes and
+    /// memoized responses (`axle cache purge`).
+    pub async fn purge(&self, prefix: Option<&str>) -> crate::cache::Purged {
+        self.files.fingerprints().clear();
+        self.hot.clear();
+        self.store.purge(prefix).await
+    }
+
+    /// Whether hits are believed with no check (`--freshness trust`).
+    pub fn trusting(&self) -> bool {
+        self.store.is_trusting()
     }
 
     /// Renders the document at `located` (a file from [`Provider::locate`]).
@@ -284,6 +321,9 @@ impl Pipeline {
         let cancel = budget.cancel_on_drop();
         let rendered = self.render_retried(located, req, &budget).await;
         cancel.finished();
+        if let Ok(r) = &rendered {
+            self.stats.count(r.cache);
+        }
         rendered
     }
 
@@ -350,6 +390,9 @@ impl Pipeline {
         let cancel = budget.cancel_on_drop();
         let rendered = self.render_once(&located, req, Some(source), &budget).await;
         cancel.finished();
+        if let Ok(r) = &rendered {
+            self.stats.count(r.cache);
+        }
         rendered
     }
 
@@ -548,8 +591,7 @@ impl Pipeline {
                     .await
                     .map_err(|e| (*e).clone())?;
                 let (entry, status) = match got {
-                    Some((entry, true)) => (entry, CacheStatus::Hit),
-                    Some((entry, false)) => (entry, CacheStatus::Miss),
+                    Some((entry, found)) => (entry, CacheStatus::of_found(found)),
                     None => {
                         // What was computed read a file that changed
                         // since (shared work that began before an edit):
@@ -580,7 +622,7 @@ impl Pipeline {
                         req.uncacheable_source,
                     )
                     .await?;
-                if req.uncacheable_source && out.cache == CacheStatus::Hit {
+                if req.uncacheable_source && out.cache.is_hit() {
                     // Every stage was reused, but the source was produced
                     // again for this request.
                     let total = specs.len();

@@ -18,8 +18,11 @@ pub const DEFAULT_TYPE: &str = "text/html; charset=UTF-8";
 /// How much of a response came from the cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CacheStatus {
-    /// Nothing computed.
+    /// Nothing computed: the memory tier (or the hot memo) had it.
     Hit,
+    /// Nothing computed: a tier below memory had it (by name: `disk`, or a
+    /// registered tier's), and it was promoted into memory.
+    TierHit(&'static str),
     /// Everything computed.
     Miss,
     /// Incremental mode: `reused` of `total` stages came from the cache.
@@ -47,10 +50,26 @@ impl CacheStatus {
         }
     }
 
+    /// Whether nothing was computed (a hit in any tier).
+    pub fn is_hit(&self) -> bool {
+        matches!(self, CacheStatus::Hit | CacheStatus::TierHit(_))
+    }
+
+    /// What the cache did when an entry was `found` (memory, a lower
+    /// tier) or computed.
+    pub(super) fn of_found(found: crate::cache::Found) -> CacheStatus {
+        match found {
+            crate::cache::Found::Memory => CacheStatus::Hit,
+            crate::cache::Found::Lower(tier) => CacheStatus::TierHit(tier),
+            crate::cache::Found::Computed => CacheStatus::Miss,
+        }
+    }
+
     /// The `X-Axle-Cache` header value.
     pub fn header_value(&self) -> String {
         match self {
             CacheStatus::Hit => "hit".into(),
+            CacheStatus::TierHit(tier) => format!("hit; tier={tier}"),
             CacheStatus::Miss => "miss".into(),
             CacheStatus::Partial { reused, total } => format!("partial {reused}/{total}"),
             CacheStatus::Untransformed => "none".into(),

@@ -14,6 +14,7 @@ fn job(closures: &[&str], params: &[(&str, &str)], root: &std::path::Path) -> Ch
                 closure: ContentHash::of(c.as_bytes()),
                 files: Vec::new(),
                 rel: format!("/{c}"),
+                language: Arc::from("passthru"),
             })
         })
         .collect();

@@ -1,0 +1,243 @@
+//! The admin listener (`--admin ADDR`, off by default): what the cache is
+//! doing (`GET /stats`, JSON) and how a deployment tells it files changed
+//! (`POST /purge?prefix=/PATH`). A listener of its own, bound only where
+//! configured, so nothing here is ever reachable through the public one;
+//! `axle cache stats|purge` are its clients (`client`).
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use axum::Router;
+use axum::extract::{Query, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde::{Deserialize, Serialize};
+
+use super::App;
+
+pub mod client;
+
+/// What the admin routes share.
+#[derive(Clone)]
+struct Admin {
+    app: Arc<App>,
+    started: Instant,
+}
+
+/// The admin router over `app`.
+pub fn router(app: Arc<App>) -> Router {
+    let admin = Admin {
+        app,
+        started: Instant::now(),
+    };
+    Router::new()
+        .route("/", get(index))
+        .route("/stats", get(stats))
+        .route("/purge", post(purge))
+        .with_state(admin)
+}
+
+async fn index() -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        "axle admin\n  GET  /stats                 the cache's counters (JSON)\n  POST /purge[?prefix=/PATH]   drop stored responses under PATH (all without it)\n",
+    )
+        .into_response()
+}
+
+/// The `/stats` document. The top level's `hits` and `misses` are the
+/// contract; the rest may grow.
+#[derive(Debug, Serialize)]
+pub struct StatsDoc {
+    /// Responses that computed nothing (hot memo, memory, lower tiers).
+    pub hits: u64,
+    /// Responses computed in full.
+    pub misses: u64,
+    /// Incremental responses that reused some stages.
+    pub partials: u64,
+    /// Of those, how many reached a stored response by early cut-off.
+    pub early_cutoffs: u64,
+    /// Responses computed and never stored (uncacheable).
+    pub uncacheable: u64,
+    /// Documents served with no stage.
+    pub untransformed: u64,
+    /// Hits answered by the hot memo.
+    pub hot_hits: u64,
+    /// Rendered hits from the memory tier.
+    pub memory_hits: u64,
+    /// Stage runs, compilations and renders.
+    pub stage_runs: u64,
+    /// Stylesheet compilations.
+    pub compiles: u64,
+    /// Requests that reached the render path.
+    pub renders: u64,
+    /// Entries evicted, over every tier.
+    pub evictions: u64,
+    /// The cache mode.
+    pub mode: String,
+    /// The freshness mode.
+    pub freshness: String,
+    /// Seconds since the admin listener started.
+    pub uptime_seconds: u64,
+    /// Every tier, memory first.
+    pub tiers: Vec<TierDoc>,
+    /// Compressed variants made and held.
+    pub compressed: crate::pipeline::VariantCounts,
+    /// Time spent per Language.
+    pub stages: std::collections::BTreeMap<String, crate::pipeline::StageTime>,
+}
+
+/// One tier in `/stats`.
+#[derive(Debug, Serialize)]
+pub struct TierDoc {
+    /// Its name.
+    pub name: String,
+    /// Hits it answered (for memory: rendered hits, the hot memo's apart).
+    pub hits: u64,
+    /// Its own counters.
+    #[serde(flatten)]
+    pub stats: crate::cache::TierStats,
+}
+
+/// The stats of `app` now.
+pub fn stats_of(app: &App, uptime: std::time::Duration) -> StatsDoc {
+    let pipeline = app.pipeline();
+    let s = pipeline.stats();
+    let store = pipeline.store();
+    let lower = store.lower_counts();
+    let memory_hits = s.hits.load(Ordering::Relaxed);
+    let tiers: Vec<TierDoc> = store
+        .tier_stats()
+        .into_iter()
+        .map(|(name, stats)| TierDoc {
+            name: name.to_string(),
+            hits: match name {
+                "memory" => memory_hits,
+                _ => lower
+                    .iter()
+                    .filter(|(n, _, _)| *n == name)
+                    .map(|(_, h, _)| h)
+                    .sum(),
+            },
+            stats: crate::cache::TierStats {
+                rejected: stats.rejected.max(
+                    lower
+                        .iter()
+                        .filter(|(n, _, _)| *n == name)
+                        .map(|(_, _, r)| *r)
+                        .sum(),
+                ),
+                ..stats
+            },
+        })
+        .collect();
+    StatsDoc {
+        hits: s.all_hits(),
+        misses: s.misses.load(Ordering::Relaxed),
+        partials: s.partials.load(Ordering::Relaxed),
+        early_cutoffs: s.cutoffs.load(Ordering::Relaxed),
+        uncacheable: s.uncacheable.load(Ordering::Relaxed),
+        untransformed: s.untransformed.load(Ordering::Relaxed),
+        hot_hits: s.hot_hits.get(),
+        memory_hits,
+        stage_runs: s.stage_runs.load(Ordering::Relaxed),
+        compiles: s.compiles.load(Ordering::Relaxed),
+        renders: s.renders.load(Ordering::Relaxed),
+        evictions: tiers.iter().map(|t| t.stats.evictions).sum(),
+        mode: pipeline.mode().to_string(),
+        freshness: pipeline.freshness().to_string(),
+        uptime_seconds: uptime.as_secs(),
+        tiers,
+        compressed: s.variants.counts(),
+        stages: s.stage_times(),
+    }
+}
+
+async fn stats(State(admin): State<Admin>) -> Response {
+    admin.app.pipeline().store().sync().await;
+    let doc = stats_of(&admin.app, admin.started.elapsed());
+    json(StatusCode::OK, &doc)
+}
+
+/// `POST /purge` parameters.
+#[derive(Debug, Deserialize)]
+struct PurgeQuery {
+    /// A URL path prefix (`/docs/`); absent: everything.
+    prefix: Option<String>,
+}
+
+/// What `POST /purge` answers.
+#[derive(Debug, Serialize)]
+pub struct PurgeDoc {
+    /// The prefix purged (None: everything).
+    pub prefix: Option<String>,
+    /// Entries dropped per tier (as far as each tier knows).
+    pub purged: Vec<(String, u64)>,
+}
+
+async fn purge(State(admin): State<Admin>, Query(q): Query<PurgeQuery>) -> Response {
+    let prefix = q.prefix.filter(|p| !p.is_empty());
+    if let Some(p) = &prefix
+        && !p.starts_with('/')
+    {
+        return json(
+            StatusCode::BAD_REQUEST,
+            &serde_json::json!({ "error": format!("a prefix is a URL path starting with '/': '{p}'") }),
+        );
+    }
+    let purged = admin.app.pipeline().purge(prefix.as_deref()).await;
+    tracing::info!(prefix = prefix.as_deref().unwrap_or("(all)"), ?purged, "cache purged");
+    json(
+        StatusCode::OK,
+        &PurgeDoc {
+            prefix,
+            purged: purged.tiers,
+        },
+    )
+}
+
+fn json<T: Serialize>(status: StatusCode, value: &T) -> Response {
+    match serde_json::to_vec(value) {
+        Ok(body) => (
+            status,
+            [
+                (header::CONTENT_TYPE, "application/json"),
+                (header::CACHE_CONTROL, "no-store"),
+            ],
+            body,
+        )
+            .into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+    }
+}
+
+/// Binds the admin listener on `addr` and serves it until `stop` says so.
+/// An address in use is an error at start (never shared).
+pub async fn bind(
+    addr: std::net::SocketAddr,
+) -> std::io::Result<tokio::net::TcpListener> {
+    tokio::net::TcpListener::bind(addr).await.map_err(|e| {
+        std::io::Error::new(
+            e.kind(),
+            format!("cannot listen on {addr} for --admin: {e}"),
+        )
+    })
+}
+
+/// Serves the admin router for `app` on `listener` until `shutdown`.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    app: Arc<App>,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    if let Ok(addr) = listener.local_addr()
+        && !addr.ip().is_loopback()
+    {
+        tracing::warn!(%addr, "the admin listener is not on a loopback address: anyone who can reach it can purge the cache");
+    }
+    axum::serve(listener, router(app))
+        .with_graceful_shutdown(shutdown)
+        .await
+}
