@@ -3,7 +3,8 @@
 //! byte-weighed output store (`store`) that coalesces concurrent misses
 //! and keeps incremental mode's traces,
 //! the hot-response memo (`hot`) and the directory watches that let it
-//! skip even the `stat`s (`watch`).
+//! skip even the `stat`s (`watch`), and the precompressed gzip/brotli
+//! variants of a cached body (`variants`).
 //!
 //! The cache never decides *what* a key covers for a stage; the pipeline
 //! builds keys here from content hashes only.
@@ -13,6 +14,7 @@ mod hot;
 mod key;
 mod store;
 mod tier;
+mod variants;
 mod watch;
 
 pub use fingerprint::{Fingerprints, Stamp};
@@ -23,6 +25,10 @@ pub use key::{
 };
 pub use store::{Entry, Found, Purged, Store, Tier};
 pub use tier::{BoxFuture, Cache, TierStats, Tiers};
+pub use variants::{
+    BROTLI_QUALITY, BROTLI_WINDOW, Encoding, GZIP_LEVEL, MIN_COMPRESS_LEN, MIN_SAVING_DIVISOR,
+    Variant, Variants, compress, worth_compressing,
+};
 pub use watch::{Token, Watcher};
 
 use std::path::{Path, PathBuf};

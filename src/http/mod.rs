@@ -9,6 +9,7 @@ mod choose;
 mod conn;
 mod directory;
 mod dynamic;
+mod encoding;
 mod error;
 mod hot;
 mod params;
@@ -19,6 +20,7 @@ mod serve;
 
 pub use choose::{Chosen, choose};
 pub use conn::{ConnLimits, HttpService};
+pub use encoding::{Choice, negotiate};
 pub use error::HttpError;
 pub use serve::{CONFIG_FILE, serve_app, site_config_path};
 pub(crate) use serve::{refuse_servable_config, warn_about_references};
