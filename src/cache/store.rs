@@ -41,6 +41,10 @@ pub struct Entry {
     /// The document URL it was rendered for (final outputs), so a purge
     /// by path prefix finds it in every tier.
     pub url: Option<Arc<str>>,
+    /// Compressed variants of `bytes`, made the first time a client asks
+    /// for each encoding and weighed with the entry (memory only: a lower
+    /// tier stores the identity bytes).
+    pub variants: Arc<super::Variants>,
 }
 
 impl Entry {
@@ -52,7 +56,8 @@ impl Entry {
             .map(|d| d.path.as_os_str().len() + 48)
             .sum();
         let url = self.url.as_ref().map_or(0, |u| u.len());
-        u32::try_from(self.bytes.len() + deps + url + 160).unwrap_or(u32::MAX)
+        let variants = self.variants.weight();
+        u32::try_from(self.bytes.len() + deps + url + variants + 160).unwrap_or(u32::MAX)
     }
 
     /// Whether `bytes` are what `hash` says (a final output's hash is of
@@ -538,6 +543,7 @@ mod tests {
             content_type: None,
             deps: deps.into(),
             url: None,
+            variants: Default::default(),
         })
     }
 

@@ -328,6 +328,7 @@ fn made_whole(elided: &Entry, tree: &XmlDoc) -> Result<Entry, XmlError> {
     Ok(Entry {
         bytes: Bytes::from(tree.to_xml_bytes()?),
         elided: false,
+        variants: Default::default(),
         ..elided.clone()
     })
 }

@@ -178,6 +178,7 @@ impl ChainJob {
             },
             deps: resolver.take_deps().into(),
             url: is_final.then(|| Arc::clone(&self.base_url)),
+            variants: Default::default(),
         };
         Ok((entry, tree))
     }

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::HeaderValue;
 
-use crate::cache::{ContentHash, Dep, Entry, Key};
+use std::time::SystemTime;
+
+use crate::cache::{ContentHash, Dep, Entry, Key, Variants};
 
 /// Content-Type of a document served without any stage.
 pub const RAW_XML_TYPE: &str = "text/xml";
@@ -98,6 +100,15 @@ pub struct Rendered {
     /// Header values built once when the response was memoized (a hot-memo
     /// hit has them; a fresh render has none).
     pub head: Option<ResponseHead>,
+    /// Compressed variants of `body` (the store entry's, shared by every
+    /// request for it); None: made per request if a client insists.
+    pub variants: Option<Arc<Variants>>,
+    /// The response is produced per request (an uncacheable source or
+    /// stage): `Cache-Control: no-store`, no `Last-Modified`.
+    pub uncacheable: bool,
+    /// When the newest file it came from was last modified (the
+    /// `Last-Modified` header), when it came from files only.
+    pub last_modified: Option<SystemTime>,
 }
 
 /// The header values every response of a memoized render carries, built
@@ -108,36 +119,78 @@ pub struct ResponseHead {
     pub content_type: HeaderValue,
     /// `ETag` (of `hash`).
     pub etag: HeaderValue,
-    /// The same two as HTTP/1.1 header lines, `etag` first:
-    /// `etag: …\r\ncontent-type: …\r\n` (a 304 sends `..etag_end`).
+    /// `Last-Modified`, when it means something.
+    pub last_modified: Option<HeaderValue>,
+    /// The same as the instant, for `If-Modified-Since`.
+    pub modified: Option<SystemTime>,
+    /// `Cache-Control`, when the location or the response sets one.
+    pub cache_control: Option<HeaderValue>,
+    /// Whether the body is worth compressing (so the response varies by
+    /// `Accept-Encoding`, and says so).
+    pub compressible: bool,
+    /// Every header as HTTP/1.1 lines: `etag`, then what a 304 repeats
+    /// (`vary`, `cache-control`, `last-modified`), then `content-type`.
     pub lines: Bytes,
-    /// Where the `etag` line ends in `lines`.
+    /// Where the `etag` line ends in `lines` (an encoded variant replaces
+    /// it with its own).
     pub etag_end: usize,
+    /// Where the part a 304 sends ends in `lines`.
+    pub not_modified_end: usize,
 }
 
 impl ResponseHead {
-    /// The head of `rendered` (a content type that is not a valid header
-    /// value is sent as `application/octet-stream`).
-    pub fn of(rendered: &Rendered) -> ResponseHead {
+    /// The head of `rendered` with the location's `Cache-Control` (a
+    /// content type that is not a valid header value is sent as
+    /// `application/octet-stream`). An uncacheable response says
+    /// `no-store` whatever the location says.
+    pub fn of(rendered: &Rendered, cache_control: Option<&HeaderValue>) -> ResponseHead {
         let etag = rendered.hash.etag_bytes();
         let content_type = HeaderValue::from_str(&rendered.content_type)
             .unwrap_or_else(|_| HeaderValue::from_static("application/octet-stream"));
         let etag =
             HeaderValue::from_bytes(&etag).unwrap_or_else(|_| HeaderValue::from_static("\"\""));
+        let cache_control = if rendered.uncacheable {
+            Some(HeaderValue::from_static("no-store"))
+        } else {
+            cache_control.cloned()
+        };
+        let modified = rendered.last_modified.filter(|_| !rendered.uncacheable);
+        let last_modified = modified
+            .map(httpdate::fmt_http_date)
+            .and_then(|d| HeaderValue::from_str(&d).ok());
+        let compressible =
+            crate::cache::worth_compressing(&rendered.content_type, rendered.body.len());
         // Validated header values, so the lines cannot be split.
-        let mut lines = Vec::with_capacity(64 + content_type.len());
-        lines.extend_from_slice(b"etag: ");
-        lines.extend_from_slice(etag.as_bytes());
-        lines.extend_from_slice(b"\r\n");
-        let etag_end = lines.len();
-        lines.extend_from_slice(b"content-type: ");
-        lines.extend_from_slice(content_type.as_bytes());
-        lines.extend_from_slice(b"\r\n");
+        let mut lines = Vec::with_capacity(160 + content_type.len());
+        let mut line = |name: &[u8], value: &[u8]| {
+            lines.extend_from_slice(name);
+            lines.extend_from_slice(b": ");
+            lines.extend_from_slice(value);
+            lines.extend_from_slice(b"\r\n");
+        };
+        line(b"etag", etag.as_bytes());
+        let etag_end = 6 + etag.len() + 2;
+        if compressible {
+            line(b"vary", b"accept-encoding");
+        }
+        if let Some(v) = &cache_control {
+            line(b"cache-control", v.as_bytes());
+        }
+        if let Some(v) = &last_modified {
+            line(b"last-modified", v.as_bytes());
+        }
+        let not_modified_end = lines.len();
+        line(b"content-type", content_type.as_bytes());
         ResponseHead {
             content_type,
             etag,
+            last_modified,
+            modified,
+            cache_control,
+            compressible,
             lines: Bytes::from(lines),
             etag_end,
+            not_modified_end,
         }
     }
 }
@@ -155,5 +208,8 @@ pub(super) fn rendered(entry: &Entry, cache: CacheStatus, stored: Option<Key>) -
             .unwrap_or_else(|| Arc::from(DEFAULT_TYPE)),
         cache,
         head: None,
+        variants: Some(Arc::clone(&entry.variants)),
+        uncacheable: false,
+        last_modified: None,
     }
 }
