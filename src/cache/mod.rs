@@ -8,6 +8,7 @@
 //! The cache never decides *what* a key covers for a stage; the pipeline
 //! builds keys here from content hashes only.
 
+mod disk;
 mod fingerprint;
 mod hot;
 mod key;
@@ -15,6 +16,7 @@ mod store;
 mod tier;
 mod watch;
 
+pub use disk::DiskTier;
 pub use fingerprint::{Fingerprints, Stamp};
 pub use hot::{Check, HotEntry, HotMemo, Validity, Weight};
 pub use key::{
