@@ -321,7 +321,13 @@ impl Shared {
         let file = match File::open(&path) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                self.lock().remove(key);
+                // Checked again under the lock, which the writer holds
+                // across a rename and its record: a file that appeared
+                // since keeps its record.
+                let mut index = self.lock();
+                if !path.exists() {
+                    index.remove(key);
+                }
                 return None;
             }
             Err(e) => {
