@@ -9,6 +9,7 @@
 //! The cache never decides *what* a key covers for a stage; the pipeline
 //! builds keys here from content hashes only.
 
+mod disk;
 mod fingerprint;
 mod hot;
 mod key;
@@ -17,6 +18,7 @@ mod tier;
 mod variants;
 mod watch;
 
+pub use disk::DiskTier;
 pub use fingerprint::{Fingerprints, Stamp};
 pub use hot::{Check, HotEntry, HotMemo, Validity, Weight};
 pub use key::{
