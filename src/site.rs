@@ -159,6 +159,9 @@ pub struct Location {
     /// Error pages carry libxslt's whole report (template and variable
     /// stacks, every message); off: a one-line reason, the rest logged.
     pub debug_errors: bool,
+    /// `Cache-Control` of rendered responses and static files (None: not
+    /// sent; uncacheable responses and errors say `no-store` regardless).
+    pub cache_control: Option<http::HeaderValue>,
     /// Write every stage's output here (AxTraceIntermediate).
     pub trace: Option<PathBuf>,
     /// Renders error pages (AxErrorStylesheet).
@@ -392,6 +395,7 @@ impl SiteConfig {
             directories: false,
             xinclude: false,
             debug_errors: false,
+            cache_control: None,
             trace: None,
             error_stylesheet: None,
             output_charset: None,
@@ -453,6 +457,10 @@ impl SiteConfig {
             }
             if let Some(v) = r.debug_errors {
                 l.debug_errors = v;
+            }
+            if let Some(v) = &r.cache_control {
+                // "" turns an inherited setting off; validated at load.
+                l.cache_control = http::HeaderValue::from_str(v).ok().filter(|v| !v.is_empty());
             }
             if let Some(v) = &r.trace {
                 l.trace = Some(v.clone()).filter(|p| !p.as_os_str().is_empty());

@@ -174,7 +174,7 @@ pub struct PurgeDoc {
     /// The prefix purged (None: everything).
     pub prefix: Option<String>,
     /// Entries dropped per tier (as far as each tier knows).
-    pub purged: Vec<(String, u64)>,
+    pub purged: std::collections::BTreeMap<String, u64>,
 }
 
 async fn purge(State(admin): State<Admin>, Query(q): Query<PurgeQuery>) -> Response {
@@ -193,7 +193,7 @@ async fn purge(State(admin): State<Admin>, Query(q): Query<PurgeQuery>) -> Respo
         StatusCode::OK,
         &PurgeDoc {
             prefix,
-            purged: purged.tiers,
+            purged: purged.tiers.into_iter().collect(),
         },
     )
 }

@@ -29,7 +29,7 @@ pub(super) fn hot_response(app: &App, request: &Request) -> Option<Response> {
         uri.query().unwrap_or(""),
         request.headers(),
     )?;
-    Some(document_response(rendered, request.headers(), &location))
+    Some(document_response(app, rendered, request.headers(), &location))
 }
 
 /// The memoized response for a request and its location, if the request
@@ -89,19 +89,24 @@ pub(super) fn hot_wire(app: &App, head: &conn::Head<'_>) -> conn::Fast {
     let Some(lines) = rendered.head.as_ref() else {
         return conn::Fast::Pass;
     };
-    let not_modified = etag_matches(head, lines.etag.as_bytes());
+    let Ok(chosen) = super::document::choose(app, head, &rendered, lines) else {
+        // 406: the ordinary path says so.
+        return conn::Fast::Pass;
+    };
+    let not_modified = chosen.not_modified;
+    let fields = match chosen.encoding {
+        None if not_modified => lines.lines.slice(..lines.not_modified_end),
+        None => lines.lines.clone(),
+        Some(enc) => super::document::encoded_lines(lines, &chosen, enc),
+    };
     conn::Fast::Answer(conn::Wire {
         not_modified,
-        fields: if not_modified {
-            lines.lines.slice(..lines.etag_end)
-        } else {
-            lines.lines.clone()
-        },
+        fields,
         more: match rendered.cache {
             crate::pipeline::CacheStatus::Untransformed => b"x-axle-cache: none\r\n",
             _ => b"x-axle-cache: hit\r\n",
         },
-        body: rendered.body,
+        body: chosen.body,
     })
 }
 

@@ -8,6 +8,7 @@ mod charset;
 mod choose;
 mod conn;
 mod directory;
+mod document;
 mod dynamic;
 mod encoding;
 mod error;
@@ -25,7 +26,8 @@ pub use error::HttpError;
 pub use serve::{CONFIG_FILE, serve_app, site_config_path};
 pub(crate) use serve::{refuse_servable_config, warn_about_references};
 
-use hot::{etag_matches, hot_key, hot_response, hot_wire};
+use document::document_response;
+use hot::{hot_key, hot_response, hot_wire};
 use params::{form_body, pairs, params};
 
 use std::sync::{Arc, RwLock};
@@ -36,18 +38,17 @@ use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::handler::Handler;
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use tower::ServiceExt;
 
 use crate::config::ServeConfig;
 use crate::language::Registry;
-use crate::pipeline::{Pipeline, PipelineError, RenderRequest, Rendered, ResponseHead};
+use crate::pipeline::{Pipeline, PipelineError, RenderRequest};
 use crate::provider::{Located, Provider, ProviderError, ResourceKind, normalize_request_path};
-use crate::site::{ConfigError, Location, OutputCharset, SiteConfig};
+use crate::site::{ConfigError, Location, SiteConfig};
 
-/// The name of the cache-status header.
-pub const CACHE_HEADER: &str = "x-axle-cache";
+pub use document::CACHE_HEADER;
 
 /// Shared server state.
 #[derive(Debug)]
@@ -324,7 +325,7 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
                         e.summarized()
                     }
                 })?;
-            return Ok(document_response(rendered, request.headers(), &location));
+            return Ok(document_response(app, rendered, request.headers(), &location));
         }
         ResourceKind::Directory => {
             let index = location
@@ -344,7 +345,7 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
     }
     if passthru {
         let source = provider.read(&located).map_err(not_found)?;
-        return Ok(passthru::response(source, request.headers(), &location));
+        return Ok(passthru::response(app, source, request.headers(), &location));
     }
     let headers = request.headers().clone();
     let (hot_key, req) = match (hot, &url_style) {
@@ -375,9 +376,11 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
                         request_path.push(index);
                     }
                 }
-                app.pipeline.hot_put(key, &request_path, &rendered).await;
+                app.pipeline
+                    .hot_put(key, &request_path, &rendered, location.cache_control.as_ref())
+                    .await;
             }
-            Ok(document_response(rendered, &headers, &location))
+            Ok(document_response(app, rendered, &headers, &location))
         }
         Err(e) => Err(error_page(app, e, &located, &location, &req).await),
     }
@@ -557,71 +560,6 @@ fn is_document(located: &Located) -> bool {
             .as_path()
             .extension()
             .is_some_and(|e| e.eq_ignore_ascii_case("xml"))
-}
-
-fn document_response(
-    mut rendered: Rendered,
-    request_headers: &HeaderMap,
-    location: &Location,
-) -> Response {
-    let mut vary = None;
-    if let Some(setting) = &location.output_charset {
-        if matches!(setting, OutputCharset::Accept) {
-            vary = Some(header::ACCEPT_CHARSET);
-        }
-        let accept = request_headers
-            .get(header::ACCEPT_CHARSET)
-            .and_then(|v| v.to_str().ok());
-        let to = charset::target(setting, accept);
-        if let Some((body, content_type)) =
-            charset::transcode(&rendered.body, &rendered.content_type, to)
-        {
-            rendered.hash = crate::cache::ContentHash::of(&body);
-            rendered.body = body;
-            rendered.content_type = Arc::from(content_type);
-        }
-    }
-    // A memoized response brings its header values; transcoding changed
-    // the body (and its hash), so then they are built afresh.
-    let head = match rendered.head.take() {
-        Some(head) if location.output_charset.is_none() => Some(head),
-        _ => None,
-    };
-    let head = head.unwrap_or_else(|| ResponseHead::of(&rendered));
-    let not_modified = etag_matches(request_headers, head.etag.as_bytes());
-    // Headers inserted directly (no builder): this runs on every hit.
-    let mut response = if not_modified {
-        let mut r = Response::new(Body::empty());
-        *r.status_mut() = StatusCode::NOT_MODIFIED;
-        r
-    } else {
-        let mut r = Response::new(Body::from(rendered.body));
-        r.headers_mut()
-            .insert(header::CONTENT_TYPE, head.content_type);
-        r
-    };
-    let headers = response.headers_mut();
-    headers.insert(header::ETAG, head.etag);
-    headers.insert(CACHE_HEADER_NAME, cache_value(rendered.cache));
-    if let Some(v) = vary {
-        headers.insert(header::VARY, HeaderValue::from(v));
-    }
-    response
-}
-
-/// `X-Axle-Cache` as a header name.
-const CACHE_HEADER_NAME: axum::http::HeaderName = axum::http::HeaderName::from_static(CACHE_HEADER);
-
-/// The `X-Axle-Cache` value (static for the common ones).
-fn cache_value(cache: crate::pipeline::CacheStatus) -> HeaderValue {
-    use crate::pipeline::CacheStatus;
-    match cache {
-        CacheStatus::Hit => HeaderValue::from_static("hit"),
-        CacheStatus::Miss => HeaderValue::from_static("miss"),
-        CacheStatus::Untransformed => HeaderValue::from_static("none"),
-        other => HeaderValue::from_str(&other.header_value())
-            .unwrap_or_else(|_| HeaderValue::from_static("partial")),
-    }
 }
 
 /// A static file through `ServeFile`, after the RFC 9110 rules it does not

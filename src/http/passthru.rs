@@ -26,6 +26,7 @@ pub(super) fn wants_passthru(location: &Location, query: &[(String, String)]) ->
 /// The passthru response for `source`: never transcoded, never cached,
 /// `Vary: Accept` since the Content-Type depends on it.
 pub(super) fn response(
+    app: &super::App,
     source: Source,
     request_headers: &HeaderMap,
     location: &Location,
@@ -35,20 +36,17 @@ pub(super) fn response(
     } else {
         RAW_XML_TYPE.to_string()
     };
-    let rendered = Rendered {
-        body: source.bytes,
-        hash: source.hash,
-        content_type: Arc::from(content_type),
-        cache: CacheStatus::Untransformed,
-        validators: None,
-        stored: None,
-        head: None,
-    };
+    let rendered = Rendered::new(
+        source.bytes,
+        source.hash,
+        Arc::from(content_type),
+        CacheStatus::Untransformed,
+    );
     let mut untranscoded = location.clone();
     untranscoded.output_charset = None;
-    let mut response = super::document_response(rendered, request_headers, &untranscoded);
+    let mut response = super::document_response(app, rendered, request_headers, &untranscoded);
     let headers = response.headers_mut();
-    headers.insert(header::VARY, HeaderValue::from_static("accept"));
+    headers.append(header::VARY, HeaderValue::from_static("accept"));
     // Without this a browser may sniff the text back into XML.
     headers.insert(
         header::X_CONTENT_TYPE_OPTIONS,

@@ -28,7 +28,9 @@ impl Pipeline {
             // The body lives in the store: while the store holds that very
             // entry the weak reference reaches it (no second lookup); the
             // memo's own checks cover every file it came from.
-            r.body = weak.upgrade()?.bytes.clone();
+            let entry = weak.upgrade()?;
+            r.body = entry.bytes.clone();
+            r.variants = Some(Arc::clone(&entry.variants));
         }
         r.cache = match r.cache {
             CacheStatus::Untransformed => CacheStatus::Untransformed,
@@ -42,7 +44,13 @@ impl Pipeline {
     /// request named it (checked in place of the source's canonical path,
     /// so a re-pointed symlink is noticed). Skipped when a file changed
     /// since it was used, or the response is not cacheable.
-    pub async fn hot_put(&self, key: FieldKey, request_path: &Path, rendered: &Rendered) {
+    pub async fn hot_put(
+        &self,
+        key: FieldKey,
+        request_path: &Path,
+        rendered: &Rendered,
+        cache_control: Option<&HeaderValue>,
+    ) {
         if self.mode == CacheMode::Off {
             return;
         }
@@ -79,7 +87,7 @@ impl Pipeline {
         }
         let mut memo = rendered.clone();
         memo.validators = None;
-        memo.head = Some(ResponseHead::of(&memo));
+        memo.head = Some(ResponseHead::of(&memo, cache_control));
         let mut entry = None;
         if let Some(stored) = &memo.stored {
             // A weak reference: the memo never keeps a body the store has
@@ -89,6 +97,8 @@ impl Pipeline {
             };
             entry = Some(Arc::downgrade(&found));
             memo.body = Bytes::new();
+            // Variants live with the store's entry, weighed there.
+            memo.variants = None;
         }
         let hot = HotResponse {
             rendered: memo,
@@ -117,6 +127,8 @@ impl crate::cache::Weight for HotResponse {
         let head = self.rendered.head.as_ref().map_or(0, |h| {
             h.content_type.len() + h.etag.len() + 2 * std::mem::size_of::<HeaderValue>()
         });
+        // An untransformed document's variants are made after this is
+        // weighed; at most a fraction of its body more.
         self.rendered.body.len() + self.rendered.content_type.len() + weak + head
     }
 }

@@ -55,7 +55,7 @@ use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
-use crate::cache::{ContentHash, Fingerprints, HotMemo, Store, Tier};
+use crate::cache::{ContentHash, Dep, Fingerprints, HotMemo, Store, Tier};
 use crate::chain::{self, Selection};
 use crate::config::{CacheMode, RenderLimits, ServeConfig};
 use crate::ffi::{self, Limits};
@@ -191,8 +191,7 @@ fn watcher(config: &ServeConfig, fingerprints: &Fingerprints) -> Option<crate::c
 fn lower_tiers(config: &ServeConfig) -> crate::cache::Tiers {
     let mut tiers: Vec<Arc<dyn crate::cache::Cache>> = Vec::new();
     if let Some(dir) = &config.cache_dir {
-        let _ = dir; // DISK-TIER-PENDING
-        // tiers.push(Arc::new(crate::cache::DiskTier::open(dir, config.cache_dir_size)));
+        tiers.push(Arc::new(crate::cache::DiskTier::open(dir, config.cache_dir_size)));
     }
     tiers.extend(config.tiers.0.iter().cloned());
     Arc::from(tiers)
@@ -455,6 +454,29 @@ impl Pipeline {
         generated: Option<Source>,
         budget: &Arc<RequestBudget>,
     ) -> Result<Rendered, PipelineError> {
+        let from_file = generated.is_none();
+        let mut rendered = self.render_inner(located, req, generated, budget).await?;
+        // Mode-independent, so `off`, `all` and `incremental` send the same
+        // headers: the newest file it came from (its source, the stages'
+        // files, what they read), for a document made of files only.
+        if from_file && !rendered.uncacheable {
+            rendered.last_modified = newest(
+                std::iter::once(located.path.as_path())
+                    .chain(rendered.sources.iter().map(|d| d.path.as_path())),
+            );
+        }
+        rendered.sources = Arc::from(Vec::new());
+        Ok(rendered)
+    }
+
+    /// [`Pipeline::render_once`] without the response's dates.
+    async fn render_inner(
+        &self,
+        located: &Located,
+        req: &RenderRequest,
+        generated: Option<Source>,
+        budget: &Arc<RequestBudget>,
+    ) -> Result<Rendered, PipelineError> {
         let (prolog, mut source) = match generated {
             Some(source) => {
                 let source = self.within_size(source)?;
@@ -500,6 +522,10 @@ impl Pipeline {
                 validators,
                 stored: None,
                 head: None,
+                variants: Some(Arc::default()),
+                uncacheable: req.uncacheable_source,
+                last_modified: None,
+                sources: Arc::from(Vec::new()),
             });
         }
         let mut stages = Vec::with_capacity(specs.len());
@@ -514,6 +540,7 @@ impl Pipeline {
         for stage in &stages {
             validators.extend(stage.files.iter().cloned());
         }
+        let stage_files: Vec<Dep> = validators[1..].to_vec();
         let job = ChainJob {
             stages: stages.into(),
             params: Arc::from(req.params.clone()),
@@ -568,7 +595,10 @@ impl Pipeline {
                 None => self.source_for(located, source_hash)?,
             };
             let entry = self.pool.run(move || job.run_all(source.bytes)).await??;
-            return Ok(rendered(&entry, status, None));
+            let mut out = rendered(&entry, status, None);
+            out.uncacheable = uncacheable;
+            out.sources = files_of(&stage_files, &entry);
+            return Ok(out);
         }
         match mode {
             CacheMode::Off => Err(PipelineError::Limit(
@@ -608,6 +638,7 @@ impl Pipeline {
                 };
                 validators.extend(entry.deps.iter().cloned());
                 let mut out = rendered(&entry, status, Some(key));
+                out.sources = Arc::from(&validators[1..]);
                 out.validators = Some(Arc::from(validators));
                 Ok(out)
             }
@@ -631,11 +662,31 @@ impl Pipeline {
                         total,
                     };
                 }
+                out.uncacheable = uncacheable;
+                out.sources = Arc::from(&validators[1..]);
                 out.validators = (!uncacheable).then(|| Arc::from(validators));
                 Ok(out)
             }
         }
     }
+}
+
+/// The files a run-only response came from: its stages' files and what
+/// they read.
+fn files_of(stage_files: &[Dep], entry: &crate::cache::Entry) -> Arc<[Dep]> {
+    stage_files
+        .iter()
+        .chain(entry.deps.iter())
+        .cloned()
+        .collect()
+}
+
+/// The latest modification time of `paths` that exist (an absent
+/// dependency has none); None when none does.
+fn newest<'a>(paths: impl Iterator<Item = &'a Path>) -> Option<std::time::SystemTime> {
+    paths
+        .filter_map(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
+        .max()
 }
 
 #[cfg(test)]

@@ -109,6 +109,29 @@ pub struct Rendered {
     /// When the newest file it came from was last modified (the
     /// `Last-Modified` header), when it came from files only.
     pub last_modified: Option<SystemTime>,
+    /// The files besides the source it came from (stage closures and what
+    /// they read), for `last_modified`; emptied before it is returned.
+    pub(super) sources: Arc<[Dep]>,
+}
+
+impl Rendered {
+    /// A response of `body` (with hash `hash`) that no store holds: not
+    /// memoized, no variants kept, no dates.
+    pub fn new(body: Bytes, hash: ContentHash, content_type: Arc<str>, cache: CacheStatus) -> Self {
+        Rendered {
+            body,
+            hash,
+            content_type,
+            cache,
+            validators: None,
+            stored: None,
+            head: None,
+            variants: None,
+            uncacheable: false,
+            last_modified: None,
+            sources: Arc::from(Vec::new()),
+        }
+    }
 }
 
 /// The header values every response of a memoized render carries, built
@@ -162,25 +185,19 @@ impl ResponseHead {
             crate::cache::worth_compressing(&rendered.content_type, rendered.body.len());
         // Validated header values, so the lines cannot be split.
         let mut lines = Vec::with_capacity(160 + content_type.len());
-        let mut line = |name: &[u8], value: &[u8]| {
-            lines.extend_from_slice(name);
-            lines.extend_from_slice(b": ");
-            lines.extend_from_slice(value);
-            lines.extend_from_slice(b"\r\n");
-        };
-        line(b"etag", etag.as_bytes());
-        let etag_end = 6 + etag.len() + 2;
+        push_line(&mut lines, b"etag", etag.as_bytes());
+        let etag_end = lines.len();
         if compressible {
-            line(b"vary", b"accept-encoding");
+            push_line(&mut lines, b"vary", b"accept-encoding");
         }
         if let Some(v) = &cache_control {
-            line(b"cache-control", v.as_bytes());
+            push_line(&mut lines, b"cache-control", v.as_bytes());
         }
         if let Some(v) = &last_modified {
-            line(b"last-modified", v.as_bytes());
+            push_line(&mut lines, b"last-modified", v.as_bytes());
         }
         let not_modified_end = lines.len();
-        line(b"content-type", content_type.as_bytes());
+        push_line(&mut lines, b"content-type", content_type.as_bytes());
         ResponseHead {
             content_type,
             etag,
@@ -193,6 +210,14 @@ impl ResponseHead {
             not_modified_end,
         }
     }
+}
+
+/// Appends the header line `name: value\r\n`.
+fn push_line(lines: &mut Vec<u8>, name: &[u8], value: &[u8]) {
+    lines.extend_from_slice(name);
+    lines.extend_from_slice(b": ");
+    lines.extend_from_slice(value);
+    lines.extend_from_slice(b"\r\n");
 }
 
 /// The response an output-store entry holds.
@@ -211,5 +236,6 @@ pub(super) fn rendered(entry: &Entry, cache: CacheStatus, stored: Option<Key>) -
         variants: Some(Arc::clone(&entry.variants)),
         uncacheable: false,
         last_modified: None,
+        sources: Arc::from(Vec::new()),
     }
 }

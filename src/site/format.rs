@@ -94,6 +94,7 @@ pub(super) struct Section {
     pub(super) directories: Option<bool>,
     pub(super) xinclude: Option<bool>,
     pub(super) debug_errors: Option<bool>,
+    pub(super) cache_control: Option<String>,
     pub(super) trace: Option<PathBuf>,
     pub(super) error_stylesheet: Option<String>,
     pub(super) output_charset: Option<String>,

@@ -314,6 +314,14 @@ pub(super) fn validate(
             r#type: "text/xsl".into(),
             ..Default::default()
         });
+    if let Some(v) = &raw.cache_control
+        && http::HeaderValue::from_str(v).is_err()
+    {
+        return Err(here.err(
+            "cache-control",
+            format!("'{v}' is not a header value (visible ASCII, e.g. \"public, max-age=300\")"),
+        ));
+    }
     let output_charset = match &raw.output_charset {
         Some(c) if c.eq_ignore_ascii_case("accept") => Some(OutputCharset::Accept),
         Some(c) => Some(OutputCharset::Fixed(

@@ -177,6 +177,7 @@ pub(super) fn decode(key: &Key, file: Bytes) -> Result<Entry, FormatError> {
         content_type: fields.content_type,
         deps: fields.deps.into(),
         url: fields.url,
+        variants: Default::default(),
     })
 }
 

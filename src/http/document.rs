@@ -1,0 +1,288 @@
+//! A rendered document as an HTTP response: output transcoding, the
+//! representation a client's `Accept-Encoding` picks (identity, or a gzip
+//! or brotli variant made once per cached entry), its strong ETag, the
+//! conditional requests (`If-None-Match`, then `If-Modified-Since`), and
+//! the headers for what sits in front (`Vary`, `Cache-Control`,
+//! `Last-Modified`, `X-Axle-Cache`). Shared by the render path and the
+//! hot path's wire form, so both answer alike.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use axum::body::Body;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::Response;
+use bytes::Bytes;
+
+use super::encoding::{Choice, negotiate};
+use super::{App, charset, conn, hot::etag_matches};
+use crate::cache::{Encoding, Variants};
+use crate::pipeline::{CacheStatus, Rendered, ResponseHead};
+use crate::site::{Location, OutputCharset};
+
+/// The name of the cache-status header.
+pub const CACHE_HEADER: &str = "x-axle-cache";
+
+/// `X-Axle-Cache` as a header name.
+const CACHE_HEADER_NAME: axum::http::HeaderName = axum::http::HeaderName::from_static(CACHE_HEADER);
+
+/// The representation of a document chosen for one request.
+pub(super) struct Chosen {
+    /// The body to send (identity or encoded).
+    pub body: Bytes,
+    /// Its encoding (None: identity).
+    pub encoding: Option<Encoding>,
+    /// Its strong ETag (distinct per encoding).
+    pub etag: Bytes,
+    /// The request's validators match it: a 304.
+    pub not_modified: bool,
+}
+
+/// Picks the representation of `rendered` (with `head`) that the request's
+/// `Accept-Encoding` asks for, making a variant the first time (stored
+/// with the entry when `rendered.variants` is the store's), and evaluates
+/// the request's conditions against it. `Err(())`: no representation is
+/// acceptable (406).
+pub(super) fn choose(
+    app: &App,
+    headers: &impl conn::Headers,
+    rendered: &Rendered,
+    head: &ResponseHead,
+) -> Result<Chosen, ()> {
+    let offered: &[Encoding] = if head.compressible {
+        &Encoding::ALL
+    } else {
+        &[]
+    };
+    let accept = headers.each(&header::ACCEPT_ENCODING);
+    let choice = match negotiate(accept, offered, true) {
+        Choice::NotAcceptable if !head.compressible => {
+            // The client refuses identity: a body not worth compressing
+            // is compressed for it anyway, if it takes any encoding.
+            negotiate(headers.each(&header::ACCEPT_ENCODING), &Encoding::ALL, true)
+        }
+        other => other,
+    };
+    let (body, encoding, etag) = match choice {
+        Choice::NotAcceptable => return Err(()),
+        Choice::Identity => (rendered.body.clone(), None, head.etag.as_bytes()),
+        Choice::Encoded(enc) => match variant(app, rendered, enc, head.compressible) {
+            Some((body, etag)) => {
+                let not_modified = conditions_hold(headers, &etag, head);
+                app.pipeline()
+                    .stats()
+                    .variants
+                    .served
+                    .incr();
+                return Ok(Chosen {
+                    body,
+                    encoding: Some(enc),
+                    etag,
+                    not_modified,
+                });
+            }
+            // Not worth it after all (it would not shrink): identity.
+            None => (rendered.body.clone(), None, head.etag.as_bytes()),
+        },
+    };
+    let etag = Bytes::copy_from_slice(etag);
+    let not_modified = conditions_hold(headers, &etag, head);
+    Ok(Chosen {
+        body,
+        encoding,
+        etag,
+        not_modified,
+    })
+}
+
+/// The `enc` variant of `rendered`'s body and its ETag: the stored one,
+/// or made now (kept with the store's entry, which is weighed again);
+/// for a response no store holds, made for this request only. None when
+/// it would not be smaller.
+fn variant(
+    app: &App,
+    rendered: &Rendered,
+    enc: Encoding,
+    worth: bool,
+) -> Option<(Bytes, Bytes)> {
+    let fresh;
+    let variants: &Variants = match (&rendered.variants, worth) {
+        (Some(v), true) => v,
+        _ => {
+            fresh = Variants::default();
+            &fresh
+        }
+    };
+    let made_before = variants.get(enc).is_some();
+    let v = variants.get_or_make(enc, &rendered.body, &rendered.hash);
+    if !made_before && let Some(v) = v {
+        let stats = &app.pipeline().stats().variants;
+        let counter = match enc {
+            Encoding::Gzip => &stats.gzip,
+            Encoding::Br => &stats.br,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        stats
+            .bytes
+            .fetch_add(v.bytes.len() as u64, Ordering::Relaxed);
+        if let Some(key) = rendered.stored
+            && rendered.variants.is_some()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            let store = app.pipeline().store().clone();
+            runtime.spawn(async move { store.reweigh(&key).await });
+        }
+    }
+    v.map(|v| (v.bytes.clone(), v.etag.clone()))
+}
+
+/// Whether the request's conditions say the client has this
+/// representation: `If-None-Match` (weak comparison) when present, else
+/// `If-Modified-Since` against `Last-Modified` (RFC 9110 13.2.2).
+fn conditions_hold(headers: &impl conn::Headers, etag: &[u8], head: &ResponseHead) -> bool {
+    if headers.each(&header::IF_NONE_MATCH).next().is_some() {
+        return etag_matches(headers, etag);
+    }
+    let Some(modified) = head.modified else {
+        return false;
+    };
+    let Some(since) = headers
+        .each(&header::IF_MODIFIED_SINCE)
+        .next()
+        .and_then(|v| httpdate::parse_http_date(v.trim()).ok())
+    else {
+        return false;
+    };
+    // HTTP dates have whole seconds.
+    let modified_secs = modified
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let since_secs = since
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    modified_secs <= since_secs
+}
+
+/// The header lines of an encoded representation in wire form: its own
+/// ETag, what the identity head says after its ETag (Vary, Cache-Control,
+/// Last-Modified, Content-Type), and `content-encoding`; a 304 stops
+/// before Content-Type.
+pub(super) fn encoded_lines(head: &ResponseHead, chosen: &Chosen, enc: Encoding) -> Bytes {
+    let rest = if chosen.not_modified {
+        &head.lines[head.etag_end..head.not_modified_end]
+    } else {
+        &head.lines[head.etag_end..]
+    };
+    let mut lines = Vec::with_capacity(rest.len() + chosen.etag.len() + 48);
+    lines.extend_from_slice(b"etag: ");
+    lines.extend_from_slice(&chosen.etag);
+    lines.extend_from_slice(b"\r\n");
+    lines.extend_from_slice(rest);
+    if !chosen.not_modified {
+        lines.extend_from_slice(b"content-encoding: ");
+        lines.extend_from_slice(enc.token().as_bytes());
+        lines.extend_from_slice(b"\r\n");
+    }
+    Bytes::from(lines)
+}
+
+/// The response for a rendered document: transcoded if the location says
+/// so, in the representation the request accepts, 304 when its
+/// conditions hold.
+pub(super) fn document_response(
+    app: &App,
+    mut rendered: Rendered,
+    request_headers: &HeaderMap,
+    location: &Location,
+) -> Response {
+    let mut vary_charset = false;
+    if let Some(setting) = &location.output_charset {
+        vary_charset = matches!(setting, OutputCharset::Accept);
+        let accept = request_headers
+            .get(header::ACCEPT_CHARSET)
+            .and_then(|v| v.to_str().ok());
+        let to = charset::target(setting, accept);
+        if let Some((body, content_type)) =
+            charset::transcode(&rendered.body, &rendered.content_type, to)
+        {
+            rendered.hash = crate::cache::ContentHash::of(&body);
+            rendered.body = body;
+            rendered.content_type = Arc::from(content_type);
+            // Variants of the untranscoded body do not apply.
+            rendered.variants = None;
+        }
+    }
+    // A memoized response brings its header values; transcoding changed
+    // the body (and its hash), so then they are built afresh.
+    let head = match rendered.head.take() {
+        Some(head) if location.output_charset.is_none() => head,
+        _ => ResponseHead::of(&rendered, location.cache_control.as_ref()),
+    };
+    let Ok(chosen) = choose(app, request_headers, &rendered, &head) else {
+        return not_acceptable();
+    };
+    // Headers inserted directly (no builder): this runs on every hit.
+    let mut response = if chosen.not_modified {
+        let mut r = Response::new(Body::empty());
+        *r.status_mut() = StatusCode::NOT_MODIFIED;
+        r
+    } else {
+        let mut r = Response::new(Body::from(chosen.body));
+        r.headers_mut()
+            .insert(header::CONTENT_TYPE, head.content_type.clone());
+        r
+    };
+    let headers = response.headers_mut();
+    let etag = match chosen.encoding {
+        None => head.etag.clone(),
+        Some(_) => HeaderValue::from_maybe_shared(chosen.etag).unwrap_or(head.etag.clone()),
+    };
+    headers.insert(header::ETAG, etag);
+    if let (Some(enc), false) = (chosen.encoding, chosen.not_modified) {
+        headers.insert(
+            header::CONTENT_ENCODING,
+            HeaderValue::from_static(enc.token()),
+        );
+    }
+    if head.compressible {
+        headers.append(header::VARY, HeaderValue::from_static("accept-encoding"));
+    }
+    if vary_charset {
+        headers.append(header::VARY, HeaderValue::from(header::ACCEPT_CHARSET));
+    }
+    if let Some(v) = &head.cache_control {
+        headers.insert(header::CACHE_CONTROL, v.clone());
+    }
+    if let Some(v) = &head.last_modified {
+        headers.insert(header::LAST_MODIFIED, v.clone());
+    }
+    headers.insert(CACHE_HEADER_NAME, cache_value(rendered.cache));
+    response
+}
+
+/// 406: the client accepts no encoding Axle can send.
+pub(super) fn not_acceptable() -> Response {
+    let mut r = Response::new(Body::from(
+        "406 Not Acceptable: the request's Accept-Encoding excludes every encoding Axle sends (identity, gzip, br)\n",
+    ));
+    *r.status_mut() = StatusCode::NOT_ACCEPTABLE;
+    let h = r.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
+    r
+}
+
+/// The `X-Axle-Cache` value (static for the common ones).
+fn cache_value(cache: CacheStatus) -> HeaderValue {
+    match cache {
+        CacheStatus::Hit => HeaderValue::from_static("hit"),
+        CacheStatus::Miss => HeaderValue::from_static("miss"),
+        CacheStatus::Untransformed => HeaderValue::from_static("none"),
+        other => HeaderValue::from_str(&other.header_value())
+            .unwrap_or_else(|_| HeaderValue::from_static("partial")),
+    }
+}
