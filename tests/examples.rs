@@ -69,6 +69,7 @@ fn every_example_runs() {
 /// The run of the example `name`: every example has one.
 fn run(dir: &Path, name: &str) -> Result<(), String> {
     let check: fn(&Path) -> Result<(), String> = match name {
+        "cache_tier" => cache_tier,
         "conformance" => conformance,
         "custom_language" => custom_language,
         "dynamic_source" => dynamic_source,
@@ -81,6 +82,45 @@ fn run(dir: &Path, name: &str) -> Result<(), String> {
         }
     };
     check(&binary(dir, name)?)
+}
+
+/// Two servers sharing the example's tier: a page rendered by the first
+/// is a hit from the shared tier on the second, byte for byte, and then a
+/// memory hit there.
+fn cache_tier(bin: &Path) -> Result<(), String> {
+    let samples = samples();
+    let mut a = Server::start(bin, &["--root".as_ref(), samples.as_os_str()])?;
+    let line = a
+        .stdout
+        .recv_timeout(PATIENCE)
+        .map_err(|_| "no second \"on http://ADDR/\" line".to_string())?;
+    let b_addr = line
+        .split_once("on http://")
+        .and_then(|(_, rest)| rest.split_once('/'))
+        .map(|(addr, _)| addr.to_string())
+        .ok_or_else(|| format!("not an address line: {line}"))?;
+    let first = a.get("/")?;
+    first.expect(200, "miss", "</html>")?;
+    // The write to the tier happens after the response: give it a moment.
+    let deadline = Instant::now() + PATIENCE;
+    let a_addr = std::mem::replace(&mut a.addr, b_addr);
+    loop {
+        let got = a.get("/")?;
+        if got.cache == "hit; tier=shared" {
+            got.expect(200, "hit; tier=shared", &first.body)?;
+            if got.body != first.body {
+                return Err("the shared tier's body differs".into());
+            }
+            break;
+        }
+        if Instant::now() > deadline {
+            return Err(format!("instance b never hit the shared tier: {}", got.cache));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    a.get("/")?.expect(200, "hit", &first.body)?;
+    a.addr = a_addr;
+    Ok(())
 }
 
 /// The conformance suites' first three cases of each manifest, in every

@@ -143,7 +143,16 @@ fn conditions_hold(headers: &impl conn::Headers, etag: &[u8], head: &ResponseHea
     if headers.each(&header::IF_NONE_MATCH).next().is_some() {
         return etag_matches(headers, etag);
     }
-    let Some(modified) = head.modified else {
+    unmodified_since(headers, head.modified)
+}
+
+/// Whether `If-Modified-Since` names a date no earlier than `modified`
+/// (to the second: HTTP dates have whole seconds).
+pub(super) fn unmodified_since(
+    headers: &impl conn::Headers,
+    modified: Option<std::time::SystemTime>,
+) -> bool {
+    let Some(modified) = modified else {
         return false;
     };
     let Some(since) = headers
@@ -153,14 +162,11 @@ fn conditions_hold(headers: &impl conn::Headers, etag: &[u8], head: &ResponseHea
     else {
         return false;
     };
-    // HTTP dates have whole seconds.
-    let modified_secs = modified
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let since_secs = since
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    modified_secs <= since_secs
+    let secs = |t: std::time::SystemTime| {
+        t.duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs())
+    };
+    secs(modified) <= secs(since)
 }
 
 /// The header lines of an encoded representation in wire form: its own

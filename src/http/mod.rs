@@ -18,6 +18,7 @@ mod passthru;
 mod ranges;
 mod request_limits;
 mod serve;
+mod statics;
 
 pub use choose::{Chosen, choose};
 pub use conn::{ConnLimits, HttpService};
@@ -35,12 +36,10 @@ use std::sync::{Arc, RwLock};
 use bytes::Bytes;
 
 use axum::Router;
-use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::handler::Handler;
-use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::http::{Method, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
-use tower::ServiceExt;
 
 use crate::config::ServeConfig;
 use crate::language::Registry;
@@ -62,6 +61,8 @@ pub struct App {
     /// Dynamic sources mounted through the builder: mounted again on every
     /// reload of the configuration file.
     mounts: Vec<crate::dynamic::Mount>,
+    /// Compressed variants of static files.
+    statics: statics::StaticVariants,
 }
 
 impl App {
@@ -98,6 +99,8 @@ impl App {
             site: RwLock::new(Arc::new(site)),
             limits: ConnLimits::new(config.http),
             mounts,
+            // A sixteenth of the memory budget for static files' variants.
+            statics: statics::StaticVariants::new((config.cache_size / 16).max(1 << 20)),
         }))
     }
 
@@ -341,7 +344,7 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
         if method == Method::POST {
             return Err(HttpError::MethodNotAllowed);
         }
-        return serve_static(&located, request).await;
+        return statics::serve(app, &located, &location, request).await;
     }
     if passthru {
         let source = provider.read(&located).map_err(not_found)?;
@@ -560,38 +563,6 @@ fn is_document(located: &Located) -> bool {
             .as_path()
             .extension()
             .is_some_and(|e| e.eq_ignore_ascii_case("xml"))
-}
-
-/// A static file through `ServeFile`, after the RFC 9110 rules it does not
-/// follow (`ranges`).
-async fn serve_static(located: &Located, mut request: Request) -> Result<Response, HttpError> {
-    let conditional = [header::RANGE, header::IF_RANGE, header::IF_NONE_MATCH]
-        .iter()
-        .any(|h| request.headers().contains_key(h));
-    if conditional {
-        // Rare: one more stat for the file's date, only when it matters.
-        let modified = std::fs::metadata(located.path.as_path())
-            .and_then(|m| m.modified())
-            .ok();
-        let method = request.method().clone();
-        if ranges::prepare(&method, request.headers_mut(), modified) == ranges::Static::NotModified
-        {
-            let mut response = Response::new(Body::empty());
-            *response.status_mut() = StatusCode::NOT_MODIFIED;
-            if let Some(date) = modified
-                .map(httpdate::fmt_http_date)
-                .and_then(|d| HeaderValue::from_str(&d).ok())
-            {
-                response.headers_mut().insert(header::LAST_MODIFIED, date);
-            }
-            return Ok(response);
-        }
-    }
-    let service = tower_http::services::ServeFile::new(located.path.as_path());
-    match service.oneshot(request).await {
-        Ok(response) => Ok(response.map(Body::new)),
-        Err(infallible) => match infallible {},
-    }
 }
 
 #[cfg(test)]

@@ -357,6 +357,7 @@ mod tests {
             ]
             .into(),
             url: Some("/docs/a.xml".into()),
+            variants: Default::default(),
         }
     }
 
@@ -385,6 +386,7 @@ mod tests {
             content_type: None,
             deps: Vec::new().into(),
             url: None,
+            variants: Default::default(),
         };
         let back = decode(&key(), Bytes::from(encode(&key(), &bare))).unwrap();
         assert!(same(&bare, &back));

@@ -40,6 +40,7 @@ fn entry(body: &[u8], url: Option<&str>) -> Arc<Entry> {
         ]
         .into(),
         url: url.map(Arc::from),
+        variants: Default::default(),
     })
 }
 
@@ -88,6 +89,7 @@ fn every_field_round_trips_and_survives_a_restart() {
         content_type: None,
         deps: Vec::new().into(),
         url: None,
+        variants: Default::default(),
     });
     now(tier.put(key(1), Arc::clone(&e)));
     now(tier.put(key(2), Arc::clone(&bare)));
