@@ -32,8 +32,9 @@ pub(super) struct Chosen {
     pub body: Bytes,
     /// Its encoding (None: identity).
     pub encoding: Option<Encoding>,
-    /// Its strong ETag (distinct per encoding).
-    pub etag: Bytes,
+    /// Its strong ETag when encoded (distinct per encoding); None: the
+    /// head's own (identity).
+    pub etag: Option<Bytes>,
     /// The request's validators match it: a 304.
     pub not_modified: bool,
 }
@@ -63,9 +64,9 @@ pub(super) fn choose(
         }
         other => other,
     };
-    let (body, encoding, etag) = match choice {
+    let body = match choice {
         Choice::NotAcceptable => return Err(()),
-        Choice::Identity => (rendered.body.clone(), None, head.etag.as_bytes()),
+        Choice::Identity => rendered.body.clone(),
         Choice::Encoded(enc) => match variant(app, rendered, enc, head.compressible) {
             Some((body, etag)) => {
                 let not_modified = conditions_hold(headers, &etag, head);
@@ -77,20 +78,20 @@ pub(super) fn choose(
                 return Ok(Chosen {
                     body,
                     encoding: Some(enc),
-                    etag,
+                    etag: Some(etag),
                     not_modified,
                 });
             }
             // Not worth it after all (it would not shrink): identity.
-            None => (rendered.body.clone(), None, head.etag.as_bytes()),
+            None => rendered.body.clone(),
         },
     };
-    let etag = Bytes::copy_from_slice(etag);
-    let not_modified = conditions_hold(headers, &etag, head);
+    // No allocation here: this is every identity hit.
+    let not_modified = conditions_hold(headers, head.etag.as_bytes(), head);
     Ok(Chosen {
         body,
-        encoding,
-        etag,
+        encoding: None,
+        etag: None,
         not_modified,
     })
 }
@@ -179,9 +180,10 @@ pub(super) fn encoded_lines(head: &ResponseHead, chosen: &Chosen, enc: Encoding)
     } else {
         &head.lines[head.etag_end..]
     };
-    let mut lines = Vec::with_capacity(rest.len() + chosen.etag.len() + 48);
+    let etag = chosen.etag.as_deref().unwrap_or(head.etag.as_bytes());
+    let mut lines = Vec::with_capacity(rest.len() + etag.len() + 48);
     lines.extend_from_slice(b"etag: ");
-    lines.extend_from_slice(&chosen.etag);
+    lines.extend_from_slice(etag);
     lines.extend_from_slice(b"\r\n");
     lines.extend_from_slice(rest);
     if !chosen.not_modified {
@@ -239,9 +241,9 @@ pub(super) fn document_response(
         r
     };
     let headers = response.headers_mut();
-    let etag = match chosen.encoding {
+    let etag = match chosen.etag {
         None => head.etag.clone(),
-        Some(_) => HeaderValue::from_maybe_shared(chosen.etag).unwrap_or(head.etag.clone()),
+        Some(etag) => HeaderValue::from_maybe_shared(etag).unwrap_or(head.etag.clone()),
     };
     headers.insert(header::ETAG, etag);
     if let (Some(enc), false) = (chosen.encoding, chosen.not_modified) {
