@@ -8,6 +8,7 @@ mod builder;
 mod cache_modes;
 mod cache_tiers;
 mod cli;
+mod compression;
 mod concurrency;
 mod connection;
 mod edits;
