@@ -11,6 +11,7 @@ mod cli;
 mod compression;
 mod concurrency;
 mod connection;
+mod crash;
 mod edits;
 mod error_pages;
 mod filters;
