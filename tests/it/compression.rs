@@ -32,7 +32,11 @@ const MATRIX: &[(Option<&str>, Want, Want)] = &[
     (Some("gzip;q=0"), Want::Identity, Want::Identity),
     // Identity refused and no coding listed: nothing is acceptable (RFC
     // 9110 12.5.3: a listed header makes unlisted codings unacceptable).
-    (Some("identity;q=0"), Want::NotAcceptable, Want::NotAcceptable),
+    (
+        Some("identity;q=0"),
+        Want::NotAcceptable,
+        Want::NotAcceptable,
+    ),
     // Identity refused, gzip listed: gzip; the small page compressed
     // anyway if that shrinks it, else sent as it is.
     (Some("gzip, identity;q=0"), Want::Gzip, Want::Any),
