@@ -460,7 +460,9 @@ impl SiteConfig {
             }
             if let Some(v) = &r.cache_control {
                 // "" turns an inherited setting off; validated at load.
-                l.cache_control = http::HeaderValue::from_str(v).ok().filter(|v| !v.is_empty());
+                l.cache_control = http::HeaderValue::from_str(v)
+                    .ok()
+                    .filter(|v| !v.is_empty());
             }
             if let Some(v) = &r.trace {
                 l.trace = Some(v.clone()).filter(|p| !p.as_os_str().is_empty());

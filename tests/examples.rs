@@ -114,7 +114,10 @@ fn cache_tier(bin: &Path) -> Result<(), String> {
             break;
         }
         if Instant::now() > deadline {
-            return Err(format!("instance b never hit the shared tier: {}", got.cache));
+            return Err(format!(
+                "instance b never hit the shared tier: {}",
+                got.cache
+            ));
         }
         std::thread::sleep(Duration::from_millis(50));
     }

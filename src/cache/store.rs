@@ -286,7 +286,7 @@ impl Store {
         if tier == Tier::Intermediate {
             return None;
         }
-        let (entry, name) = self.from_lower(key).await?;
+        let (entry, name) = self.lookup_lower(key).await?;
         self.finals.insert(*key, Arc::clone(&entry)).await;
         Some((entry, Found::Lower(name)))
     }
@@ -305,7 +305,7 @@ impl Store {
     /// The first lower tier's intact, fresh entry under `key`, written to
     /// the tiers above it; entries that fail either check are removed from
     /// the tier that had them.
-    async fn from_lower(&self, key: &Key) -> Option<(Arc<Entry>, &'static str)> {
+    async fn lookup_lower(&self, key: &Key) -> Option<(Arc<Entry>, &'static str)> {
         for (i, tier) in self.lower.iter().enumerate() {
             let Some(entry) = tier.get(key).await else {
                 continue;
@@ -385,7 +385,7 @@ impl Store {
         let how = std::sync::OnceLock::new();
         let lookup = async {
             if tier == Tier::Final
-                && let Some((entry, name)) = self.from_lower(&key).await
+                && let Some((entry, name)) = self.lookup_lower(&key).await
             {
                 let _ = how.set(Found::Lower(name));
                 return Ok(entry);

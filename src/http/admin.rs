@@ -188,7 +188,11 @@ async fn purge(State(admin): State<Admin>, Query(q): Query<PurgeQuery>) -> Respo
         );
     }
     let purged = admin.app.pipeline().purge(prefix.as_deref()).await;
-    tracing::info!(prefix = prefix.as_deref().unwrap_or("(all)"), ?purged, "cache purged");
+    tracing::info!(
+        prefix = prefix.as_deref().unwrap_or("(all)"),
+        ?purged,
+        "cache purged"
+    );
     json(
         StatusCode::OK,
         &PurgeDoc {
@@ -215,9 +219,7 @@ fn json<T: Serialize>(status: StatusCode, value: &T) -> Response {
 
 /// Binds the admin listener on `addr` and serves it until `stop` says so.
 /// An address in use is an error at start (never shared).
-pub async fn bind(
-    addr: std::net::SocketAddr,
-) -> std::io::Result<tokio::net::TcpListener> {
+pub async fn bind(addr: std::net::SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
     tokio::net::TcpListener::bind(addr).await.map_err(|e| {
         std::io::Error::new(
             e.kind(),

@@ -70,11 +70,7 @@ pub(super) fn choose(
         Choice::Encoded(enc) => match variant(app, rendered, enc, head.compressible) {
             Some((body, etag)) => {
                 let not_modified = conditions_hold(headers, &etag, head);
-                app.pipeline()
-                    .stats()
-                    .variants
-                    .served
-                    .incr();
+                app.pipeline().stats().variants.served.incr();
                 return Ok(Chosen {
                     body,
                     encoding: Some(enc),
@@ -100,12 +96,7 @@ pub(super) fn choose(
 /// or made now (kept with the store's entry, which is weighed again);
 /// for a response no store holds, made for this request only. None when
 /// it would not be smaller.
-fn variant(
-    app: &App,
-    rendered: &Rendered,
-    enc: Encoding,
-    worth: bool,
-) -> Option<(Bytes, Bytes)> {
+fn variant(app: &App, rendered: &Rendered, enc: Encoding, worth: bool) -> Option<(Bytes, Bytes)> {
     let fresh;
     let variants: &Variants = match (&rendered.variants, worth) {
         (Some(v), true) => v,

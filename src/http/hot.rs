@@ -29,7 +29,12 @@ pub(super) fn hot_response(app: &App, request: &Request) -> Option<Response> {
         uri.query().unwrap_or(""),
         request.headers(),
     )?;
-    Some(document_response(app, rendered, request.headers(), &location))
+    Some(document_response(
+        app,
+        rendered,
+        request.headers(),
+        &location,
+    ))
 }
 
 /// The memoized response for a request and its location, if the request

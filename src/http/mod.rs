@@ -328,7 +328,12 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
                         e.summarized()
                     }
                 })?;
-            return Ok(document_response(app, rendered, request.headers(), &location));
+            return Ok(document_response(
+                app,
+                rendered,
+                request.headers(),
+                &location,
+            ));
         }
         ResourceKind::Directory => {
             let index = location
@@ -348,7 +353,12 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
     }
     if passthru {
         let source = provider.read(&located).map_err(not_found)?;
-        return Ok(passthru::response(app, source, request.headers(), &location));
+        return Ok(passthru::response(
+            app,
+            source,
+            request.headers(),
+            &location,
+        ));
     }
     let headers = request.headers().clone();
     let (hot_key, req) = match (hot, &url_style) {
@@ -380,7 +390,12 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
                     }
                 }
                 app.pipeline
-                    .hot_put(key, &request_path, &rendered, location.cache_control.as_ref())
+                    .hot_put(
+                        key,
+                        &request_path,
+                        &rendered,
+                        location.cache_control.as_ref(),
+                    )
                     .await;
             }
             Ok(document_response(app, rendered, &headers, &location))

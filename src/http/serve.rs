@@ -231,7 +231,9 @@ fn spawn_reloader(app: Arc<App>) {
                 // Under `--freshness trust`, SIGHUP is how a deployment
                 // says files changed.
                 app.pipeline.files_changed().await;
-                tracing::info!("files changed (SIGHUP): remembered hashes and memory entries forgotten");
+                tracing::info!(
+                    "files changed (SIGHUP): remembered hashes and memory entries forgotten"
+                );
             }
             match app.reload() {
                 Ok(()) => tracing::info!("configuration reloaded"),

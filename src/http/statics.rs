@@ -71,8 +71,7 @@ pub(super) async fn serve(
             .iter()
             .filter_map(|v| v.to_str().ok());
         if let Choice::Encoded(enc) = negotiate(accept, &Encoding::ALL, true)
-            && let Some(response) =
-                compressed(app, located, location, &request, content_type, enc)
+            && let Some(response) = compressed(app, located, location, &request, content_type, enc)
         {
             return Ok(response);
         }
@@ -158,7 +157,10 @@ fn compressed(
             header::CONTENT_ENCODING,
             HeaderValue::from_static(enc.token()),
         );
-        h.insert(header::CONTENT_LENGTH, HeaderValue::from(variant.bytes.len()));
+        h.insert(
+            header::CONTENT_LENGTH,
+            HeaderValue::from(variant.bytes.len()),
+        );
         r
     };
     app.pipeline.stats().variants.served.incr();

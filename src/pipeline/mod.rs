@@ -191,7 +191,10 @@ fn watcher(config: &ServeConfig, fingerprints: &Fingerprints) -> Option<crate::c
 fn lower_tiers(config: &ServeConfig) -> crate::cache::Tiers {
     let mut tiers: Vec<Arc<dyn crate::cache::Cache>> = Vec::new();
     if let Some(dir) = &config.cache_dir {
-        tiers.push(Arc::new(crate::cache::DiskTier::open(dir, config.cache_dir_size)));
+        tiers.push(Arc::new(crate::cache::DiskTier::open(
+            dir,
+            config.cache_dir_size,
+        )));
     }
     tiers.extend(config.tiers.0.iter().cloned());
     Arc::from(tiers)

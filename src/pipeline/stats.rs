@@ -162,13 +162,18 @@ impl Stats {
 
     /// Time spent per Language so far.
     pub fn stage_times(&self) -> BTreeMap<String, StageTime> {
-        self.stage_time.lock().map(|m| m.clone()).unwrap_or_default()
+        self.stage_time
+            .lock()
+            .map(|m| m.clone())
+            .unwrap_or_default()
     }
 
     /// Every response that computed nothing: hot memo, memory and lower
     /// tiers.
     pub fn all_hits(&self) -> u64 {
-        self.hot_hits.get() + self.hits.load(Ordering::Relaxed) + self.tier_hits.load(Ordering::Relaxed)
+        self.hot_hits.get()
+            + self.hits.load(Ordering::Relaxed)
+            + self.tier_hits.load(Ordering::Relaxed)
     }
 }
 
@@ -197,12 +202,21 @@ mod tests {
         s.count(CacheStatus::Hit);
         s.count(CacheStatus::TierHit("disk"));
         s.count(CacheStatus::Miss);
-        s.count(CacheStatus::Partial { reused: 1, total: 2 });
+        s.count(CacheStatus::Partial {
+            reused: 1,
+            total: 2,
+        });
         s.hot_hits.incr();
         assert_eq!(s.all_hits(), 3);
         assert_eq!(s.misses.load(Ordering::Relaxed), 1);
         s.stage_ran("xslt", Duration::from_micros(5));
         s.stage_ran("xslt", Duration::from_micros(7));
-        assert_eq!(s.stage_times()["xslt"], StageTime { runs: 2, micros: 12 });
+        assert_eq!(
+            s.stage_times()["xslt"],
+            StageTime {
+                runs: 2,
+                micros: 12
+            }
+        );
     }
 }

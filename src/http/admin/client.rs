@@ -39,7 +39,9 @@ async fn exchange(addr: &str, method: &str, path: &str) -> Result<(u16, String),
         .await
         .map_err(|e| format!("cannot read the answer from {addr}: {e}"))?;
     if raw.len() > MAX_RESPONSE {
-        return Err(format!("the answer from {addr} is larger than {MAX_RESPONSE} bytes"));
+        return Err(format!(
+            "the answer from {addr} is larger than {MAX_RESPONSE} bytes"
+        ));
     }
     parse(&raw).ok_or_else(|| format!("{addr} did not answer in HTTP/1.1"))
 }
@@ -57,7 +59,13 @@ fn parse(raw: &[u8]) -> Option<(u16, String)> {
         .headers
         .iter()
         .find(|h| h.name.eq_ignore_ascii_case("content-length"))
-        .and_then(|h| std::str::from_utf8(h.value).ok()?.trim().parse::<usize>().ok());
+        .and_then(|h| {
+            std::str::from_utf8(h.value)
+                .ok()?
+                .trim()
+                .parse::<usize>()
+                .ok()
+        });
     let body = &raw[end..];
     let body = match length {
         Some(n) => body.get(..n)?,
@@ -77,6 +85,9 @@ mod tests {
         let raw = b"HTTP/1.1 400 Bad Request\r\n\r\nwhy";
         assert_eq!(parse(raw), Some((400, "why".into())));
         assert_eq!(parse(b"HTTP/1.1 200"), None);
-        assert_eq!(parse(b"HTTP/1.1 200 OK\r\ncontent-length: 9\r\n\r\nshort"), None);
+        assert_eq!(
+            parse(b"HTTP/1.1 200 OK\r\ncontent-length: 9\r\n\r\nshort"),
+            None
+        );
     }
 }
