@@ -88,6 +88,10 @@ struct LimitArgs {
     /// Bytes of a request body (413 past it). [default: 1MiB]
     #[arg(long, value_parser = parse_size)]
     max_body_size: Option<u64>,
+    /// The largest body sent compressed (gzip, br), page or static file;
+    /// larger ones go out as they are. [default: 8MiB]
+    #[arg(long, value_parser = parse_size)]
+    max_compress_size: Option<u64>,
     /// Wall-clock time one render may take (504 past it). [default: 10s]
     #[arg(long, value_parser = parse_duration)]
     render_timeout: Option<Duration>,
@@ -143,6 +147,7 @@ impl LimitArgs {
         set!(http.max_query_params, self.max_query_params);
         set!(http.max_form_fields, self.max_form_fields);
         set!(http.max_body_bytes, self.max_body_size.map(size));
+        set!(http.max_compress_bytes, self.max_compress_size);
         set!(render.timeout, self.render_timeout);
         set!(render.memory, self.render_memory);
         set!(render.max_source_bytes, self.max_source_size);
@@ -675,6 +680,7 @@ mod tests {
             ("--max-source-size", render.max_source_bytes),
             ("--max-output-size", render.max_output_bytes),
             ("--max-body-size", http.max_body_bytes as u64),
+            ("--max-compress-size", http.max_compress_bytes),
             ("--max-header-size", http.max_header_bytes as u64),
             ("--max-uri-size", http.max_uri_bytes as u64),
             ("--max-xinclude-nodes", render.max_xinclude_nodes),

@@ -37,6 +37,9 @@ pub struct HttpLimits {
     pub max_form_fields: usize,
     /// Bytes of one request body (413 past it).
     pub max_body_bytes: usize,
+    /// The largest body sent compressed (a rendered page or a static
+    /// file); larger ones go out as they are.
+    pub max_compress_bytes: u64,
 }
 
 impl Default for HttpLimits {
@@ -53,6 +56,7 @@ impl Default for HttpLimits {
             max_query_params: 256,
             max_form_fields: 1_000,
             max_body_bytes: 1 << 20,
+            max_compress_bytes: 8 << 20,
         }
     }
 }

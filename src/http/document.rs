@@ -39,25 +39,38 @@ pub(super) struct Chosen {
     pub not_modified: bool,
 }
 
+/// Bodies larger than this are compressed on the blocking pool, never on
+/// a connection's thread (brotli takes ~2-3 ms per 100 KB here).
+const INLINE_COMPRESS: usize = 64 << 10;
+
+/// Why [`choose`] chose nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Refused {
+    /// No representation is acceptable (406).
+    NotAcceptable,
+    /// The chosen variant is not made yet and its body is large: make it
+    /// on the blocking pool first ([`document_response`] does).
+    Large(Encoding),
+}
+
 /// Picks the representation of `rendered` (with `head`) that the request's
 /// `Accept-Encoding` asks for, making a variant the first time (stored
 /// with the entry when `rendered.variants` is the store's), and evaluates
-/// the request's conditions against it. `Err(())`: no representation is
-/// acceptable (406).
+/// the request's conditions against it. A large body's variant is made
+/// here only when `inline_large` says so.
 pub(super) fn choose(
     app: &App,
     headers: &impl conn::Headers,
     rendered: &Rendered,
     head: &ResponseHead,
-) -> Result<Chosen, ()> {
-    let offered: &[Encoding] = if head.compressible {
-        &Encoding::ALL
-    } else {
-        &[]
-    };
+    inline_large: bool,
+) -> Result<Chosen, Refused> {
+    let small_enough = rendered.body.len() as u64 <= app.limits.http.max_compress_bytes;
+    let compressible = head.compressible && small_enough;
+    let offered: &[Encoding] = if compressible { &Encoding::ALL } else { &[] };
     let accept = headers.each(&header::ACCEPT_ENCODING);
     let choice = match negotiate(accept, offered, true) {
-        Choice::NotAcceptable if !head.compressible => {
+        Choice::NotAcceptable if !head.compressible && small_enough => {
             // The client refuses identity: a body not worth compressing
             // is compressed for it anyway, if it takes any encoding.
             negotiate(headers.each(&header::ACCEPT_ENCODING), &Encoding::ALL, true)
@@ -65,9 +78,21 @@ pub(super) fn choose(
         other => other,
     };
     let body = match choice {
-        Choice::NotAcceptable => return Err(()),
+        Choice::NotAcceptable => return Err(Refused::NotAcceptable),
         Choice::Identity => rendered.body.clone(),
-        Choice::Encoded(enc) => match variant(app, rendered, enc, head.compressible) {
+        Choice::Encoded(enc)
+            if !inline_large
+                && rendered.body.len() > INLINE_COMPRESS
+                && rendered
+                    .variants
+                    .as_ref()
+                    .filter(|_| compressible)
+                    .and_then(|v| v.get(enc))
+                    .is_none() =>
+        {
+            return Err(Refused::Large(enc));
+        }
+        Choice::Encoded(enc) => match variant(app, rendered, enc, compressible) {
             Some((body, etag)) => {
                 let not_modified = conditions_hold(headers, &etag, head);
                 app.pipeline().stats().variants.served.incr();
@@ -187,13 +212,52 @@ pub(super) fn encoded_lines(head: &ResponseHead, chosen: &Chosen, enc: Encoding)
 
 /// The response for a rendered document: transcoded if the location says
 /// so, in the representation the request accepts, 304 when its
-/// conditions hold.
-pub(super) fn document_response(
+/// conditions hold. A large body's variant is made on the blocking pool.
+pub(super) async fn document_response(
+    app: &App,
+    rendered: Rendered,
+    request_headers: &HeaderMap,
+    location: &Location,
+) -> Response {
+    match build(app, rendered.clone(), request_headers, location, false) {
+        Ok(response) => response,
+        Err(enc) => {
+            let mut rendered = rendered;
+            let variants = Arc::clone(rendered.variants.get_or_insert_with(Arc::default));
+            let (body, hash) = (rendered.body.clone(), rendered.hash);
+            let made = tokio::task::spawn_blocking(move || {
+                variants.get_or_make(enc, &body, &hash).is_some()
+            })
+            .await;
+            if made.is_err() {
+                tracing::warn!("compressing a response failed; it goes out as it is");
+            }
+            build(app, rendered, request_headers, location, true)
+                .unwrap_or_else(|_| not_acceptable())
+        }
+    }
+}
+
+/// [`document_response`] on the hot path (no waiting): None when a large
+/// variant would have to be made first (the ordinary path makes it).
+pub(super) fn hot_document_response(
+    app: &App,
+    rendered: Rendered,
+    request_headers: &HeaderMap,
+    location: &Location,
+) -> Option<Response> {
+    build(app, rendered, request_headers, location, false).ok()
+}
+
+/// The response; `Err(enc)`: the `enc` variant of a large body must be
+/// made first (never when `inline_large`).
+fn build(
     app: &App,
     mut rendered: Rendered,
     request_headers: &HeaderMap,
     location: &Location,
-) -> Response {
+    inline_large: bool,
+) -> Result<Response, Encoding> {
     let mut vary_charset = false;
     if let Some(setting) = &location.output_charset {
         vary_charset = matches!(setting, OutputCharset::Accept);
@@ -217,8 +281,10 @@ pub(super) fn document_response(
         Some(head) if location.output_charset.is_none() => head,
         _ => ResponseHead::of(&rendered, location.cache_control.as_ref()),
     };
-    let Ok(chosen) = choose(app, request_headers, &rendered, &head) else {
-        return not_acceptable();
+    let chosen = match choose(app, request_headers, &rendered, &head, inline_large) {
+        Ok(chosen) => chosen,
+        Err(Refused::NotAcceptable) => return Ok(not_acceptable()),
+        Err(Refused::Large(enc)) => return Err(enc),
     };
     // Headers inserted directly (no builder): this runs on every hit.
     let mut response = if chosen.not_modified {
@@ -256,7 +322,7 @@ pub(super) fn document_response(
         headers.insert(header::LAST_MODIFIED, v.clone());
     }
     headers.insert(CACHE_HEADER_NAME, cache_value(rendered.cache));
-    response
+    Ok(response)
 }
 
 /// 406: the client accepts no encoding Axle can send.

@@ -66,7 +66,7 @@ pub(super) async fn respond(
         .render_generated(&generated, produced.bytes, &req)
         .await
     {
-        Ok(rendered) => Ok(document_response(app, rendered, headers, location)),
+        Ok(rendered) => Ok(document_response(app, rendered, headers, location).await),
         Err(e) => Err(render_failed(app, e, mount, generated, location, &req).await),
     }
 }

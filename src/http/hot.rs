@@ -11,7 +11,7 @@ use axum::http::{Method, header};
 use axum::response::Response;
 
 use super::params::{pairs, params};
-use super::{App, Chosen, choose, conn, document_response, passthru};
+use super::{App, Chosen, choose, conn, passthru};
 use crate::cache::FieldKey;
 use crate::pipeline::{Pipeline, Rendered};
 use crate::provider::normalize_request_path;
@@ -29,12 +29,7 @@ pub(super) fn hot_response(app: &App, request: &Request) -> Option<Response> {
         uri.query().unwrap_or(""),
         request.headers(),
     )?;
-    Some(document_response(
-        app,
-        rendered,
-        request.headers(),
-        &location,
-    ))
+    super::document::hot_document_response(app, rendered, request.headers(), &location)
 }
 
 /// The memoized response for a request and its location, if the request
@@ -94,8 +89,8 @@ pub(super) fn hot_wire(app: &App, head: &conn::Head<'_>) -> conn::Fast {
     let Some(lines) = rendered.head.as_ref() else {
         return conn::Fast::Pass;
     };
-    let Ok(chosen) = super::document::choose(app, head, &rendered, lines) else {
-        // 406: the ordinary path says so.
+    let Ok(chosen) = super::document::choose(app, head, &rendered, lines, false) else {
+        // 406, or a large variant to make first: the ordinary path.
         return conn::Fast::Pass;
     };
     let not_modified = chosen.not_modified;

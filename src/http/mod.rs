@@ -328,12 +328,7 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
                         e.summarized()
                     }
                 })?;
-            return Ok(document_response(
-                app,
-                rendered,
-                request.headers(),
-                &location,
-            ));
+            return Ok(document_response(app, rendered, request.headers(), &location).await);
         }
         ResourceKind::Directory => {
             let index = location
@@ -353,12 +348,7 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
     }
     if passthru {
         let source = provider.read(&located).map_err(not_found)?;
-        return Ok(passthru::response(
-            app,
-            source,
-            request.headers(),
-            &location,
-        ));
+        return Ok(passthru::response(app, source, request.headers(), &location).await);
     }
     let headers = request.headers().clone();
     let (hot_key, req) = match (hot, &url_style) {
@@ -398,7 +388,7 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
                     )
                     .await;
             }
-            Ok(document_response(app, rendered, &headers, &location))
+            Ok(document_response(app, rendered, &headers, &location).await)
         }
         Err(e) => Err(error_page(app, e, &located, &location, &req).await),
     }

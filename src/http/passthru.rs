@@ -25,7 +25,7 @@ pub(super) fn wants_passthru(location: &Location, query: &[(String, String)]) ->
 
 /// The passthru response for `source`: never transcoded, never cached,
 /// `Vary: Accept` since the Content-Type depends on it.
-pub(super) fn response(
+pub(super) async fn response(
     app: &super::App,
     source: Source,
     request_headers: &HeaderMap,
@@ -44,7 +44,8 @@ pub(super) fn response(
     );
     let mut untranscoded = location.clone();
     untranscoded.output_charset = None;
-    let mut response = super::document_response(app, rendered, request_headers, &untranscoded);
+    let mut response =
+        super::document_response(app, rendered, request_headers, &untranscoded).await;
     let headers = response.headers_mut();
     headers.append(header::VARY, HeaderValue::from_static("accept"));
     // Without this a browser may sniff the text back into XML.

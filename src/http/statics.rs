@@ -19,10 +19,6 @@ use crate::cache::{ContentHash, Encoding, Variants, worth_compressing};
 use crate::provider::Located;
 use crate::site::Location;
 
-/// The largest static file compressed (larger ones go out as they are,
-/// with ranges).
-const MAX_COMPRESSED_FILE: u64 = 8 << 20;
-
 /// Compressed variants of static files by content hash, bounded in bytes
 /// (weighed by the variants made).
 pub(super) struct StaticVariants(moka::sync::Cache<ContentHash, Arc<Variants>>);
@@ -62,8 +58,10 @@ pub(super) async fn serve(
         .unwrap_or("application/octet-stream");
     let meta = std::fs::metadata(path).ok();
     let size = meta.as_ref().map_or(0, std::fs::Metadata::len);
+    // Larger files (`max-compress-size`) go out as they are, with ranges.
     let compressible = worth_compressing(content_type, usize::try_from(size).unwrap_or(0))
-        && size <= MAX_COMPRESSED_FILE;
+        && size <= app.limits.http.max_compress_bytes;
+    let head_only = request.method() == Method::HEAD;
     if compressible && !request.headers().contains_key(header::RANGE) {
         let accept = request
             .headers()
@@ -71,7 +69,16 @@ pub(super) async fn serve(
             .iter()
             .filter_map(|v| v.to_str().ok());
         if let Choice::Encoded(enc) = negotiate(accept, &Encoding::ALL, true)
-            && let Some(response) = compressed(app, located, location, &request, content_type, enc)
+            && let Some(response) = compressed(
+                app,
+                located,
+                location,
+                request.headers(),
+                head_only,
+                content_type,
+                enc,
+            )
+            .await
         {
             return Ok(response);
         }
@@ -93,11 +100,12 @@ pub(super) async fn serve(
 /// The `enc` variant of the file as a response (or a 304 when the
 /// request's conditions hold); None when it would not be smaller, or the
 /// file cannot be read (then `ServeFile` answers as for any file).
-fn compressed(
+async fn compressed(
     app: &App,
     located: &Located,
     location: &Location,
-    request: &Request,
+    headers: &axum::http::HeaderMap,
+    head_only: bool,
     content_type: &str,
     enc: Encoding,
 ) -> Option<Response> {
@@ -109,12 +117,21 @@ fn compressed(
     let variant = match variants.get(enc) {
         Some(made) => made?.clone(),
         None => {
-            let (bytes, read) = fingerprints.read(path).ok()?;
-            if read != hash {
+            // Read and compressed on the blocking pool, never on a
+            // connection's thread.
+            let (files, file, pending) = (
+                fingerprints.clone(),
+                path.to_path_buf(),
+                Arc::clone(&variants),
+            );
+            let made = tokio::task::spawn_blocking(move || {
+                let (bytes, read) = files.read(&file).ok()?;
                 // Changed since the stat: the ordinary path serves it.
-                return None;
-            }
-            let made = variants.get_or_make(enc, &bytes, &hash).cloned();
+                (read == hash).then(|| pending.get_or_make(enc, &bytes, &hash).cloned())?
+            })
+            .await
+            .ok()
+            .flatten();
             // Inserted (again) to be weighed with what it now holds.
             memo.insert(hash, Arc::clone(&variants));
             if let Some(v) = &made {
@@ -132,16 +149,16 @@ fn compressed(
         }
     };
     let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok();
-    let not_modified = match request.headers().get(header::IF_NONE_MATCH) {
-        Some(_) => super::hot::etag_matches(request.headers(), &variant.etag),
-        None => super::document::unmodified_since(request.headers(), modified),
+    let not_modified = match headers.get(header::IF_NONE_MATCH) {
+        Some(_) => super::hot::etag_matches(headers, &variant.etag),
+        None => super::document::unmodified_since(headers, modified),
     };
     let mut response = if not_modified {
         let mut r = Response::new(Body::empty());
         *r.status_mut() = StatusCode::NOT_MODIFIED;
         r
     } else {
-        let body = if request.method() == Method::HEAD {
+        let body = if head_only {
             Body::empty()
         } else {
             Body::from(variant.bytes.clone())

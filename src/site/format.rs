@@ -70,6 +70,7 @@ pub(super) struct LimitsFormat {
     pub(super) max_query_params: Option<usize>,
     pub(super) max_form_fields: Option<usize>,
     pub(super) max_body_size: Option<String>,
+    pub(super) max_compress_size: Option<String>,
     pub(super) render_timeout: Option<String>,
     pub(super) render_memory: Option<String>,
     pub(super) max_source_size: Option<String>,

@@ -14,14 +14,14 @@ use super::validate::Here;
 /// The limits a configuration file sets (None: not set there).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LimitSettings {
-    http: [Option<u64>; 11],
+    http: [Option<u64>; 12],
     render: [Option<u64>; 9],
 }
 
 /// `[limits]` keys, in the order of [`LimitSettings::http`] and
 /// [`LimitSettings::render`]; `true` for a duration, `false` for a size or
 /// a count.
-const HTTP_KEYS: [&str; 11] = [
+const HTTP_KEYS: [&str; 12] = [
     "header-timeout",
     "keepalive-timeout",
     "write-timeout",
@@ -33,6 +33,7 @@ const HTTP_KEYS: [&str; 11] = [
     "max-query-params",
     "max-form-fields",
     "max-body-size",
+    "max-compress-size",
 ];
 const RENDER_KEYS: [&str; 9] = [
     "render-timeout",
@@ -86,6 +87,7 @@ impl LimitSettings {
                 count(f.max_query_params),
                 count(f.max_form_fields),
                 z(HTTP_KEYS[10], &f.max_body_size)?,
+                z(HTTP_KEYS[11], &f.max_compress_size)?,
             ],
             render: [
                 d(RENDER_KEYS[0], &f.render_timeout)?,
@@ -137,6 +139,9 @@ impl LimitSettings {
         set_n(&mut http.max_query_params, h[8]);
         set_n(&mut http.max_form_fields, h[9]);
         set_n(&mut http.max_body_bytes, h[10]);
+        if let Some(v) = h[11] {
+            http.max_compress_bytes = v;
+        }
         let r = &self.render;
         set_d(&mut render.timeout, r[0]);
         if let Some(v) = r[1] {
