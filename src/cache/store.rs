@@ -479,6 +479,7 @@ impl Store {
                 evictions: self.counters.evictions.load(Ordering::Relaxed),
                 rejected: 0,
                 write_errors: 0,
+                dropped: 0,
                 writable: true,
             },
         )];

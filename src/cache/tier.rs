@@ -121,6 +121,8 @@ pub struct TierStats {
     pub rejected: u64,
     /// Writes that failed (and were dropped).
     pub write_errors: u64,
+    /// Writes not attempted (a full write queue, a tier not writable).
+    pub dropped: u64,
     /// Whether the tier is storing at all (false: degraded, e.g. a
     /// read-only or full directory).
     pub writable: bool,

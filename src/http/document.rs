@@ -133,24 +133,28 @@ fn variant(app: &App, rendered: &Rendered, enc: Encoding, worth: bool) -> Option
     let made_before = variants.get(enc).is_some();
     let v = variants.get_or_make(enc, &rendered.body, &rendered.hash);
     if !made_before && let Some(v) = v {
-        let stats = &app.pipeline().stats().variants;
-        let counter = match enc {
-            Encoding::Gzip => &stats.gzip,
-            Encoding::Br => &stats.br,
-        };
-        counter.fetch_add(1, Ordering::Relaxed);
-        stats
-            .bytes
-            .fetch_add(v.bytes.len() as u64, Ordering::Relaxed);
-        if let Some(key) = rendered.stored
-            && rendered.variants.is_some()
-            && let Ok(runtime) = tokio::runtime::Handle::try_current()
-        {
-            let store = app.pipeline().store().clone();
-            runtime.spawn(async move { store.reweigh(&key).await });
-        }
+        made(app, rendered, enc, v.bytes.len());
     }
     v.map(|v| (v.bytes.clone(), v.etag.clone()))
+}
+
+/// Counts a variant of `len` bytes just made for `rendered`, and has the
+/// store weigh its entry again (it holds the variant now).
+fn made(app: &App, rendered: &Rendered, enc: Encoding, len: usize) {
+    let stats = &app.pipeline().stats().variants;
+    let counter = match enc {
+        Encoding::Gzip => &stats.gzip,
+        Encoding::Br => &stats.br,
+    };
+    counter.fetch_add(1, Ordering::Relaxed);
+    stats.bytes.fetch_add(len as u64, Ordering::Relaxed);
+    if let Some(key) = rendered.stored
+        && rendered.variants.is_some()
+        && let Ok(runtime) = tokio::runtime::Handle::try_current()
+    {
+        let store = app.pipeline().store().clone();
+        runtime.spawn(async move { store.reweigh(&key).await });
+    }
 }
 
 /// Whether the request's conditions say the client has this
@@ -225,12 +229,18 @@ pub(super) async fn document_response(
             let mut rendered = rendered;
             let variants = Arc::clone(rendered.variants.get_or_insert_with(Arc::default));
             let (body, hash) = (rendered.body.clone(), rendered.hash);
-            let made = tokio::task::spawn_blocking(move || {
-                variants.get_or_make(enc, &body, &hash).is_some()
+            let made_now = tokio::task::spawn_blocking(move || {
+                let before = variants.get(enc).is_some();
+                let len = variants
+                    .get_or_make(enc, &body, &hash)
+                    .map(|v| v.bytes.len());
+                len.filter(|_| !before)
             })
             .await;
-            if made.is_err() {
-                tracing::warn!("compressing a response failed; it goes out as it is");
+            match made_now {
+                Ok(Some(len)) => made(app, &rendered, enc, len),
+                Ok(None) => {}
+                Err(_) => tracing::warn!("compressing a response failed; it goes out as it is"),
             }
             build(app, rendered, request_headers, location, true)
                 .unwrap_or_else(|_| not_acceptable())

@@ -80,11 +80,6 @@ pub async fn serve_app(app: Arc<App>, config: &ServeConfig) -> std::io::Result<(
     let addr: SocketAddr = listener.local_addr()?;
     let threads = io_threads(config.io_threads);
     tracing::info!(%addr, root = %app.pipeline.provider().root().display(), cache = %config.cache_mode, io_threads = threads, "axle serving");
-    println!(
-        "axle: serving {} on http://{addr}/ (cache: {})",
-        app.pipeline.provider().root().display(),
-        config.cache_mode
-    );
     spawn_reloader(Arc::clone(&app));
     // One task hears the signal and tells every listener at once.
     let (stop, stopped) = tokio::sync::watch::channel(false);
@@ -103,6 +98,13 @@ pub async fn serve_app(app: Arc<App>, config: &ServeConfig) -> std::io::Result<(
             }
         });
     }
+    // Printed once every listener is bound: whoever waits for this line
+    // can connect to all of them.
+    println!(
+        "axle: serving {} on http://{addr}/ (cache: {})",
+        app.pipeline.provider().root().display(),
+        config.cache_mode
+    );
     tokio::spawn(async move {
         shutdown_signal().await;
         tracing::info!("stopping: no new connections; finishing requests being answered");

@@ -9,6 +9,7 @@ mod cache_modes;
 mod cache_tiers;
 mod cli;
 mod compression;
+mod compression_limits;
 mod concurrency;
 mod connection;
 mod crash;

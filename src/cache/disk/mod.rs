@@ -294,6 +294,7 @@ impl Cache for DiskTier {
             evictions: s.evictions.load(Ordering::Relaxed),
             rejected: s.rejected.load(Ordering::Relaxed),
             write_errors: s.write_errors.load(Ordering::Relaxed),
+            dropped: self.dropped(),
             writable: s.writable.load(Ordering::Relaxed),
         }
     }
