@@ -583,6 +583,44 @@ sub report {
             $find->(scenario => 'hello', target => 'starlet', conn => $conn),
             "Axle incremental (hit) ÷ Starlet, $conn");
     }
+    # Cache tiers (#25): the medians of per-round ratios of the compression
+    # and disk-hit scenarios, and warm-restart's two single cells.
+    my $round_target = sub {
+        my ($name, $goal, $scen, $case, $ta, $tb, $what) = @_;
+        my $p = $by_round->($scen, $case, $ta, $tb);
+        my %t = (target => $name, goal => $goal, measure => "median over interleaved rounds ($scen) of $what");
+        if (!$p) {
+            $t{measured} = 'not run';
+        } else {
+            $t{value} = 0 + sprintf('%.3f', $p->{median});
+            $t{rounds} = [map { 0 + sprintf('%.3f', $_) } @{ $p->{ratios} }];
+            my @s = sort { $a <=> $b } @{ $p->{ratios} };
+            $t{measured} = sprintf('%.2f× (median of %d rounds, %.2f–%.2f)', $p->{median}, scalar @s, $s[0], $s[-1]);
+            if ($goal eq 'context') {
+                $t{context} = JSON::PP::true;
+            } else {
+                my ($g) = $goal =~ /([\d.]+)/;
+                $t{met} = $p->{median} >= $g ? JSON::PP::true : JSON::PP::false;
+            }
+        }
+        push @targets, \%t;
+    };
+    $round_target->('compression: Axle gzip hit ≥ 0.9× plain hit', '≥ 0.9', 'compression', 'article', 'axle-gzip', 'axle-identity',
+        'Axle gzip ÷ Axle identity (one server, the same page)');
+    $round_target->('compression: Axle br hit ≥ 0.9× plain hit', '≥ 0.9', 'compression', 'article', 'axle-br', 'axle-identity',
+        'Axle br ÷ Axle identity (one server, the same page)');
+    $round_target->('compression: Axle gzip ÷ nginx gzip_static', 'context', 'compression', 'article', 'axle-gzip', 'nginx-gzip-static',
+        'Axle gzip hit ÷ nginx gzip_static serving FILE.gz');
+    $round_target->('compression: Axle identity ÷ nginx identity', 'context', 'compression', 'article', 'axle-identity', 'nginx-identity',
+        'Axle plain hit ÷ nginx static file');
+    $round_target->('compression: nginx gzip_static ÷ nginx identity', 'context', 'compression', 'article', 'nginx-gzip-static', 'nginx-identity',
+        'nginx FILE.gz ÷ nginx FILE');
+    $round_target->('disk-hit: disk-tier hit ÷ memory hit', 'context', 'disk-hit', 'site', 'axle-disk', 'axle-memory',
+        'Axle with a tiny memory tier and a disk tier ÷ Axle with every page in memory, uniform over the documents');
+    $ratio_target->('warm-restart: warm ÷ cold, first seconds', 'context',
+        $find->(scenario => 'warm-restart', target => 'axle-warm'),
+        $find->(scenario => 'warm-restart', target => 'axle-cold'),
+        'req/s over the first seconds after start-up: restarted on a filled disk tier ÷ a cold start without one');
     for my $s (@sites) {
         my $limit = 1.5 * $s->{cache_size_bytes} + 40 * 1024 * 1024;
         push @targets, {

@@ -17,7 +17,8 @@
 #   WARMUP            unrecorded wrk run before each cell (default 2s; 0 = none)
 #   SCENARIOS         subset, in any order (default: all, in this order):
 #                     "doc trivial hello pairs shared c1000 churn dynamic
-#                     dynamic-front heavy site"
+#                     dynamic-front heavy site compression warm-restart
+#                     disk-hit"
 #   PAIR_ROUNDS       interleaved rounds of the pairs scenario and of the
 #                     dynamic (article) pair (default 9); PAIR_DURATION
 #                     their length (default 3s), PAIR_WARMUP the unrecorded
@@ -36,6 +37,16 @@
 #   SITE_DOCS         documents of the site scenario (default 100000)
 #   SITE_CACHE_MIB    --cache-size of the site scenario, MiB (default 64)
 #   SITE_WARMUP_MAX   longest warm-up of the site scenario, s (default 60)
+#   COMP_ROUNDS       interleaved rounds of the compression scenario (default
+#                     PAIR_ROUNDS); COMP_DURATION, COMP_WARMUP as PAIR_*
+#   WARM_SECONDS      warm-restart: seconds measured from start-up (default 30)
+#   WARM_DIR_SIZE     warm-restart: --cache-dir-size (default 2GiB)
+#   DISK_DOCS         disk-hit: documents (default 20000)
+#   DISK_MEM          disk-hit: --cache-size of the disk-tier server (default 1MiB)
+#   DISK_ROUNDS       disk-hit: interleaved rounds (default PAIR_ROUNDS);
+#                     DISK_DURATION, DISK_WARMUP as PAIR_*
+#   FILL_PASSES       warm-restart, disk-hit: most passes over every document
+#                     to fill the disk tier (default 5; stops at 99%)
 #   HEAVY_RUNS        xsltproc runs timed per heavy document (default 20)
 #   CHURN_INTERVAL    seconds between rewrites in churn/dynamic (default 0.1)
 #   SERVER_CPU / CLIENT_CPU   CPUs for servers and for wrk (default 0 / 1)
@@ -60,7 +71,7 @@ set -euo pipefail
 
 DURATION=${DURATION:-10s}
 WARMUP=${WARMUP:-2s}
-ALL_SCENARIOS="doc trivial hello pairs shared c1000 churn dynamic dynamic-front heavy site"
+ALL_SCENARIOS="doc trivial hello pairs shared c1000 churn dynamic dynamic-front heavy site compression warm-restart disk-hit"
 SCENARIOS=${SCENARIOS:-$ALL_SCENARIOS}
 PAIR_ROUNDS=${PAIR_ROUNDS:-9}
 PAIR_DURATION=${PAIR_DURATION:-3s}
@@ -75,6 +86,17 @@ SHARED_DURATION=${SHARED_DURATION:-4s}
 SITE_DOCS=${SITE_DOCS:-100000}
 SITE_CACHE_MIB=${SITE_CACHE_MIB:-64}
 SITE_WARMUP_MAX=${SITE_WARMUP_MAX:-60}
+COMP_ROUNDS=${COMP_ROUNDS:-$PAIR_ROUNDS}
+COMP_DURATION=${COMP_DURATION:-$PAIR_DURATION}
+COMP_WARMUP=${COMP_WARMUP:-$PAIR_WARMUP}
+WARM_SECONDS=${WARM_SECONDS:-30}
+WARM_DIR_SIZE=${WARM_DIR_SIZE:-2GiB}
+DISK_DOCS=${DISK_DOCS:-20000}
+DISK_MEM=${DISK_MEM:-1MiB}
+DISK_ROUNDS=${DISK_ROUNDS:-$PAIR_ROUNDS}
+DISK_DURATION=${DISK_DURATION:-$PAIR_DURATION}
+DISK_WARMUP=${DISK_WARMUP:-$PAIR_WARMUP}
+FILL_PASSES=${FILL_PASSES:-5}
 HEAVY_RUNS=${HEAVY_RUNS:-20}
 CHURN_INTERVAL=${CHURN_INTERVAL:-0.1}
 DOCBOOK_MAX_S=${DOCBOOK_MAX_S:-5}
@@ -208,6 +230,10 @@ perl -MPlack::Handler::Starlet -e1 2>/dev/null || NEED+=(starlet)
 command -v ab >/dev/null || NEED+=(apache2-utils)
 command -v xsltproc >/dev/null || NEED+=(xsltproc)
 command -v hyperfine >/dev/null || NEED+=(hyperfine)
+# compression decodes Axle's br bodies to check them
+if [[ " $SCENARIOS " == *" compression "* ]]; then
+    command -v brotli >/dev/null || NEED+=(brotli)
+fi
 # dynamic-front compiles its command's program (gen/front.c)
 if [[ " $SCENARIOS " == *" dynamic-front "* ]]; then
     command -v cc >/dev/null || NEED+=(gcc libc6-dev)
@@ -1245,6 +1271,326 @@ scenario_site() {
     done
 }
 
+# --- cache tiers (#25): compression, warm-restart, disk-hit ------------------------------------
+# admin_stats ADMIN-PORT: one line of the admin listener's /stats: "hits
+# misses disk_hits memory_hits hot_hits disk_entries disk_bytes
+# memory_entries evictions rejected" (GET /stats first waits for the disk
+# tier's pending writes).
+admin_stats() {
+    curl -sS "http://$HOST:$1/stats" | perl -MJSON::PP -0 -ne '
+        my $s = decode_json($_);
+        my ($d) = grep { $_->{name} eq "disk" } @{ $s->{tiers} };
+        my ($m) = grep { $_->{name} eq "memory" } @{ $s->{tiers} };
+        printf "%d %d %d %d %d %d %d %d %d %d\n", $s->{hits}, $s->{misses}, $d ? $d->{hits} : 0, $s->{memory_hits},
+            $s->{hot_hits}, $d ? $d->{entries} : 0, $d ? $d->{bytes} : 0, $m ? $m->{entries} : 0, $s->{evictions},
+            $d ? $d->{rejected} : 0'
+}
+
+# fill_pass NAME PORT N FMT: request each of the N paths FMT (as bench.lua's
+# BENCH_RANDOM_FMT) once, in order, 16 at a time (one curl --parallel on the
+# client CPU); every answer must be 200. Prints the seconds it took.
+fill_pass() {
+    local name=$1 port=$2 n=$3 fmt=$4 cfg=$WORK/fill-$1.cfg codes=$WORK/fill-$1.codes t0 t1 total bad
+    perl -e 'my ($h, $p, $n, $f) = @ARGV; my $line = "url = \"http://$h:$p$f\"\noutput = \"/dev/null\"\n";
+        printf $line, int($_ / 1000), $_ for 0 .. $n - 1' "$HOST" "$port" "$n" "$fmt" >"$cfg"
+    t0=$(date +%s.%N)
+    taskset -c "$CLIENT_CPU" curl -sS -Z --parallel-max 16 -K "$cfg" -w '%{http_code}\n' >"$codes" 2>>"$WORK/logs/curl.log" || true
+    t1=$(date +%s.%N)
+    total=$(wc -l <"$codes")
+    bad=$(grep -vc '^200$' "$codes" || true)
+    ((total == n && bad == 0)) || { KEEP_WORK=1; die "$name: the fill pass got $total answers for $n paths, $bad not 200 (see $codes)"; }
+    awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.1f", b - a}'
+}
+
+# fill_disk NAME PORT ADMIN-PORT N FMT: fill_pass until the disk tier
+# holds at least 99% of the N documents (at most FILL_PASSES passes). The
+# disk tier writes through a bounded queue (1,024 writes) and drops what
+# does not fit, so one fast pass leaves many pages unwritten; a page not in
+# memory misses again in the next pass and is written then. Sets FILL_TEXT
+# (what each pass took and left) and FILL_ENTRIES.
+fill_disk() {
+    local name=$1 port=$2 admin=$3 n=$4 fmt=$5 pass secs prev st i
+    FILL_TEXT="" FILL_ENTRIES=0
+    for ((pass = 1; pass <= FILL_PASSES; pass++)); do
+        secs=$(fill_pass "$name-$pass" "$port" "$n" "$fmt")
+        # wait until the writer is done (the entry count stops moving)
+        prev=-1
+        for i in $(seq 1 60); do
+            read -r -a st <<<"$(admin_stats "$admin")"
+            ((st[5] == prev)) && break
+            prev=${st[5]}
+            sleep 1
+        done
+        FILL_ENTRIES=${st[5]}
+        FILL_TEXT+="pass $pass: $secs s, then $FILL_ENTRIES disk entries (misses so far ${st[1]}); "
+        log "$name: fill pass $pass took $secs s; the disk tier holds $FILL_ENTRIES of $n"
+        ((FILL_ENTRIES * 100 >= n * 99)) && break
+    done
+    FILL_TEXT=${FILL_TEXT%; }
+}
+
+# wire_bytes FILE: wire bytes per response (headers included) of a wrk output
+wire_bytes() {
+    sed -n 's/^BENCHJSON {"requests":\([0-9]*\),"duration_us":[0-9]*,"bytes":\([0-9]*\).*/\2 \1/p' "$1" |
+        awk '{printf "%.0f", $2 ? $1 / $2 : 0}'
+}
+
+# site_gen DIR N: N generated articles (gen/site.pl) and the stylesheets
+site_gen() {
+    mkdir -p "$1/stylesheets"
+    cp samples/stylesheets/*.xsl "$1/stylesheets/"
+    perl "$HERE/gen/site.pl" "$1" "$2"
+}
+SITE_FMT="/site/%03d/%06d.xml"
+
+# compression: the sample article's page (a hit) from one Axle server,
+# asked for identity, gzip and br; and nginx serving the same page as a
+# static file with gzip_static (FILE.gz made by gzip -9 -k from the same
+# bytes) for gzip and identity. COMP_ROUNDS interleaved rounds of the five
+# cells, the order rotated every round; the targets take the median of the
+# per-round ratios. Every (target, encoding) is checked before and after:
+# status 200, the Content-Encoding asked for (none for identity), Vary:
+# Accept-Encoding on Axle's, and the body decodes to the identity bytes.
+COMP_TARGETS=(axle-identity axle-gzip axle-br nginx-gzip-static nginx-identity)
+comp_encoding() { # TARGET: the encoding asked for
+    case $1 in *-gzip | *-gzip-static) echo gzip ;; *-br) echo br ;; *) echo identity ;; esac
+}
+comp_verify() { # WHEN (globals CP: ports by target, REF)
+    local when=$1 t enc port hdr body dec got vary result
+    for t in "${COMP_TARGETS[@]}"; do
+        enc=$(comp_encoding "$t") port=${CP[$t]}
+        hdr=$WORK/check/comp-$t-$when.head body=$WORK/check/comp-$t-$when.body dec=$WORK/check/comp-$t-$when.decoded
+        local ae=()
+        [[ $enc != identity ]] && ae=(-H "Accept-Encoding: $enc")
+        status=$(curl -sS "${ae[@]}" -D "$hdr" -o "$body" -w '%{http_code}' "http://$HOST:$port$DOC_URL" || echo 000)
+        got=$(tr -d '\r' <"$hdr" | sed -n 's/^[Cc]ontent-[Ee]ncoding: *//p' | head -n1)
+        vary=$(tr -d '\r' <"$hdr" | sed -n 's/^[Vv]ary: *//p' | head -n1)
+        case $enc in
+        gzip) gzip -dc <"$body" >"$dec" 2>/dev/null || : >"$dec" ;;
+        br) brotli -dc <"$body" >"$dec" 2>/dev/null || : >"$dec" ;;
+        identity) cp "$body" "$dec" ;;
+        esac
+        if [[ $status != 200 ]]; then
+            result="HTTP $status"
+        elif [[ ${got:-identity} != "$enc" ]]; then
+            result="Content-Encoding '${got:-none}', asked for $enc"
+        elif [[ $t == axle-* && ${vary,,} != *accept-encoding* ]]; then
+            result="no Vary: Accept-Encoding (Vary: '${vary:-none}')"
+        elif ! cmp -s "$REF/comp-identity" "$dec"; then
+            result="the $enc body ($(wc -c <"$body") B) does not decode to the identity page"
+        else
+            result=identical
+        fi
+        add type=check scenario=compression case=article "target=$t" "url=$DOC_URL" "when=$when" "result=$result" \
+            "bytes=$(wc -c <"$body")" "encoding=$enc"
+        if [[ $result != identical ]]; then
+            KEEP_WORK=1
+            die "compression: $t ($when): $result (headers in $hdr)"
+        fi
+        log "compression: $t ($when): $enc, $(wc -c <"$body") B on the wire, decodes to the identity page"
+    done
+}
+scenario_compression() {
+    local site=$WORK/comp/site static=$WORK/comp/static t
+    mkdir -p "$WORK/comp"
+    cp -r samples "$site"
+    local -A CP CS
+    start_axle comp-incremental "$site" incremental
+    for t in axle-identity axle-gzip axle-br; do CP[$t]=$AX_PORT CS[$t]=$AX_PID; done
+    [[ $(curl -sS -o "$REF/comp-identity" -w '%{http_code}' "http://$HOST:$AX_PORT$DOC_URL") == 200 ]] ||
+        die "compression: axle does not serve $DOC_URL"
+    mkdir -p "$static/articles"
+    cp "$REF/comp-identity" "$static/articles/xml-pipelines.xml"
+    gzip -9 -k "$static/articles/xml-pipelines.xml"
+    local ng=$WORK/nginx-gzip port
+    mkdir -p "$ng/tmp"
+    port=$(free_port)
+    sed -e "s#@PREFIX@#$ng#g" -e "s#@STATIC_ROOT@#$static#g" -e "s#@PORT@#$port#g" \
+        -e "s#@NOFILE@#$NOFILE#g" -e "s#@USER@#www-data#g" -e "s#@GROUP@#www-data#g" \
+        "$HERE/peers/nginx/gzip.conf.in" >"$ng/nginx.conf"
+    nginx -t -p "$ng" -c "$ng/nginx.conf" -e "$ng/error.log" >"$WORK/logs/nginx-gzip-t.log" 2>&1 ||
+        { cat "$WORK/logs/nginx-gzip-t.log" >&2; die "nginx rejects its gzip_static config"; }
+    start_bg "$SERVER_CPU" "$WORK/logs/nginx-gzip.log" nginx -p "$ng" -c "$ng/nginx.conf" -e "$ng/error.log"
+    for t in nginx-gzip-static nginx-identity; do CP[$t]=$port CS[$t]=$STARTED_PID; done
+    local ngpid=$STARTED_PID
+    wait_http "$port" nginx-gzip-static
+    # Axle makes a variant the first time a client asks for it: ask once
+    # for each before the check.
+    curl -sS -o /dev/null -H 'Accept-Encoding: gzip' "http://$HOST:${CP[axle-gzip]}$DOC_URL"
+    curl -sS -o /dev/null -H 'Accept-Encoding: br' "http://$HOST:${CP[axle-br]}$DOC_URL"
+    comp_verify before
+    add type=note "text=compression: $DOC_URL, the identity page $(wc -c <"$REF/comp-identity") B; Axle's gzip body $(wc -c <"$WORK/check/comp-axle-gzip-before.body") B, br $(wc -c <"$WORK/check/comp-axle-br-before.body") B; nginx's .gz (gzip -9 -k) $(wc -c <"$static/articles/xml-pipelines.xml.gz") B. One axle serve (incremental, defaults) answers the three Axle targets (wrk -H 'Accept-Encoding: gzip' / 'br' / none); one nginx (gzip_static on, gzip off) the two nginx ones. $COMP_ROUNDS interleaved rounds of $COMP_DURATION after $COMP_WARMUP, the order rotated every round, c = $CONNECTIONS"
+    local round i n=${#COMP_TARGETS[@]} enc
+    declare -A WB=()
+    for ((round = 1; round <= COMP_ROUNDS; round++)); do
+        for ((i = 0; i < n; i++)); do
+            t=${COMP_TARGETS[$(((round - 1 + i) % n))]}
+            enc=$(comp_encoding "$t")
+            WRK_EXTRA=()
+            [[ $enc != identity ]] && WRK_EXTRA=(-H "Accept-Encoding: $enc")
+            WARMUP=$COMP_WARMUP DURATION=$COMP_DURATION cell compression article "$t" keep-alive "$CONNECTIONS" \
+                "${CP[$t]}" "${CS[$t]}" "$DOC_URL" "round=$round" "encoding=$enc"
+            WB[$t]=$(wire_bytes "$WORK/wrk/compression-article-$t-keep-alive.txt")
+        done
+    done
+    WRK_EXTRA=()
+    comp_verify after
+    add type=note "text=compression: wire bytes per response in the last round (headers included; what wrk read): $(for t in "${COMP_TARGETS[@]}"; do printf '%s %s B, ' "$t" "${WB[$t]:-?}"; done | sed 's/, $//')"
+    stop_pid "${CS[axle-identity]}"
+    stop_pid "$ngpid"
+}
+
+# warm-restart: the site scenario's documents (SITE_DOCS, gen/site.pl) and
+# request mix (uniform over all of them, bench.lua) with --cache-size
+# SITE_CACHE_MIB, for WARM_SECONDS from the first request after start-up:
+#   cold: a new server without a disk tier;
+#   warm: a server restarted on a disk tier (--cache-dir) that a first
+#         server filled by rendering every document once (fill_pass), then
+#         stopped (SIGTERM, after GET /stats, which waits for pending disk
+#         writes).
+# The X-Axle-Cache values are counted (bench.lua) and the admin listener's
+# /stats read after each run.
+scenario_warm_restart() {
+    local site=$WORK/warm/site dir=$WORK/warm/cache-dir fmt=$SITE_FMT cache="${SITE_CACHE_MIB}MiB" secs
+    mkdir -p "$WORK/warm"
+    log "warm-restart: generating $SITE_DOCS documents"
+    site_gen "$site" "$SITE_DOCS"
+    local i n sample=() tr=$WORK/warm/trace url
+    for i in $(seq 1 20); do sample+=($(((i * 7919 * 13) % SITE_DOCS))); done
+    mkdir -p "$tr"
+    for n in "${sample[@]}"; do
+        # shellcheck disable=SC2059 # the format is ours
+        "$BIN" render --root "$site" "$site$(printf "$fmt" $((n / 1000)) "$n")" >"$tr/out-$n"
+    done
+    local admin port pid
+    CELL_ENV=(BENCH_RANDOM_N="$SITE_DOCS" BENCH_RANDOM_FMT="$fmt" BENCH_COUNT_CACHE=1)
+    local saved_warmup=$WARMUP saved_duration=$DURATION
+    # cold: no disk tier, a new process
+    admin=$(free_port)
+    start_axle warm-cold "$site" incremental --cache-size "$cache" --admin "$HOST:$admin"
+    port=$AX_PORT pid=$AX_PID
+    WARMUP=0 DURATION=${WARM_SECONDS}s cell warm-restart site axle-cold keep-alive "$CONNECTIONS" "$port" "$pid" / \
+        "documents=$SITE_DOCS" "cache_size=$cache" "disk_tier=none"
+    read -r -a st <<<"$(admin_stats "$admin")"
+    add type=note "text=warm-restart (cold): /stats after its first ${WARM_SECONDS} s: hits ${st[0]}, misses ${st[1]} (hit ratio $(awk -v h="${st[0]}" -v m="${st[1]}" 'BEGIN {printf "%.1f%%", (h + m) ? 100 * h / (h + m) : 0}')), memory hits ${st[3]}, hot-memo hits ${st[4]}, memory entries ${st[7]}, evictions ${st[8]}"
+    for n in "${sample[@]}"; do
+        # shellcheck disable=SC2059
+        check warm-restart cold "$(printf "$fmt" $((n / 1000)) "$n")" "$tr/out-$n" after axle-cold "$port"
+    done
+    stop_pid "$pid"
+    # fill: a server with the disk tier renders every document once
+    admin=$(free_port)
+    start_axle warm-fill "$site" incremental --cache-size "$cache" --cache-dir "$dir" --cache-dir-size "$WARM_DIR_SIZE" --admin "$HOST:$admin"
+    port=$AX_PORT pid=$AX_PID
+    log "warm-restart: filling the disk tier: every one of $SITE_DOCS documents, pass after pass"
+    fill_disk warm-fill "$port" "$admin" "$SITE_DOCS" "$fmt"
+    read -r -a st <<<"$(admin_stats "$admin")"
+    local du_mib
+    du_mib=$(du -sm "$dir" | cut -f1)
+    add type=note "text=warm-restart (fill): passes over all $SITE_DOCS documents (curl --parallel, 16 at a time, pinned to the client CPU) on a server with --cache-dir, until the disk tier held 99% of them: $FILL_TEXT; then /stats: misses ${st[1]}, disk tier ${st[5]} entries, $(awk -v b="${st[6]}" 'BEGIN {printf "%.0f", b / 1048576}') MiB of entries ($du_mib MiB on disk, du), evictions (all tiers) ${st[8]}, rejected ${st[9]}; the server was then stopped (SIGTERM) and a new one started on the same directory"
+    ((st[5] >= SITE_DOCS * 95 / 100)) || warn "warm-restart: the disk tier holds only ${st[5]} entries of $SITE_DOCS"
+    stop_pid "$pid"
+    # warm: a new process on the filled directory
+    admin=$(free_port)
+    local t0 t1
+    t0=$(date +%s.%N)
+    start_axle warm-warm "$site" incremental --cache-size "$cache" --cache-dir "$dir" --cache-dir-size "$WARM_DIR_SIZE" --admin "$HOST:$admin"
+    t1=$(date +%s.%N)
+    port=$AX_PORT pid=$AX_PID
+    WARMUP=0 DURATION=${WARM_SECONDS}s cell warm-restart site axle-warm keep-alive "$CONNECTIONS" "$port" "$pid" / \
+        "documents=$SITE_DOCS" "cache_size=$cache" "disk_tier=$WARM_DIR_SIZE"
+    read -r -a st <<<"$(admin_stats "$admin")"
+    add type=note "text=warm-restart (warm): start-up on the filled directory (until the port answered) $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f", b - a}') s; /stats after its first ${WARM_SECONDS} s: hits ${st[0]} (disk tier ${st[2]}, memory ${st[3]}, hot memo ${st[4]}), misses ${st[1]} (hit ratio $(awk -v h="${st[0]}" -v m="${st[1]}" 'BEGIN {printf "%.1f%%", (h + m) ? 100 * h / (h + m) : 0}')), disk entries ${st[5]}, rejected ${st[9]}. The disk tier's files were written minutes before, so they are likely in the OS page cache (a process restart, not a reboot)"
+    for n in "${sample[@]}"; do
+        # shellcheck disable=SC2059
+        check warm-restart warm "$(printf "$fmt" $((n / 1000)) "$n")" "$tr/out-$n" after axle-warm "$port"
+    done
+    stop_pid "$pid"
+    WARMUP=$saved_warmup DURATION=$saved_duration
+    CELL_ENV=()
+    rm -rf "$dir"
+}
+
+# disk-hit: DISK_DOCS generated documents, every one rendered once (a fill
+# pass) by two servers: axle-disk with --cache-dir and a tiny memory tier
+# (--cache-size DISK_MEM, so nearly every hit comes from the disk tier:
+# each disk hit is promoted into memory, which evicts another), and
+# axle-memory with the default memory budget (all of them fit) and no disk
+# tier. Requests uniform over all documents; DISK_ROUNDS interleaved rounds
+# of DISK_DURATION after DISK_WARMUP, without counting headers in wrk (which
+# would make wrk the limit for memory hits); the share of disk-tier hits is
+# taken from /stats around the rounds, and one more counted cell of each
+# checks the X-Axle-Cache values.
+scenario_disk_hit() {
+    local site=$WORK/disk/site dir=$WORK/disk/cache-dir fmt=$SITE_FMT secs t
+    mkdir -p "$WORK/disk"
+    log "disk-hit: generating $DISK_DOCS documents"
+    site_gen "$site" "$DISK_DOCS"
+    local -A DP DS DA
+    DA[axle-disk]=$(free_port)
+    start_axle disk-disk "$site" incremental --cache-size "$DISK_MEM" --cache-dir "$dir" --cache-dir-size 1GiB --admin "$HOST:${DA[axle-disk]}"
+    DP[axle-disk]=$AX_PORT DS[axle-disk]=$AX_PID
+    DA[axle-memory]=$(free_port)
+    while [[ ${DA[axle-memory]} == "${DA[axle-disk]}" ]]; do DA[axle-memory]=$(free_port); done
+    start_axle disk-memory "$site" incremental --admin "$HOST:${DA[axle-memory]}"
+    DP[axle-memory]=$AX_PORT DS[axle-memory]=$AX_PID
+    for t in axle-disk axle-memory; do
+        if [[ $t == axle-disk ]]; then
+            fill_disk "disk-$t" "${DP[$t]}" "${DA[$t]}" "$DISK_DOCS" "$fmt"
+        else
+            FILL_TEXT="one pass: $(fill_pass "disk-$t" "${DP[$t]}" "$DISK_DOCS" "$fmt") s"
+        fi
+        read -r -a st <<<"$(admin_stats "${DA[$t]}")"
+        log "disk-hit: $t filled ($FILL_TEXT; misses ${st[1]}, memory entries ${st[7]}, disk entries ${st[5]})"
+        add type=note "text=disk-hit ($t): fill passes over all $DISK_DOCS documents: $FILL_TEXT; then memory entries ${st[7]}, disk entries ${st[5]}, evictions (all tiers) ${st[8]}"
+    done
+    # every server must serve axle render's bytes (20 documents)
+    local i n url tr=$WORK/disk/trace
+    mkdir -p "$tr"
+    for i in $(seq 1 20); do
+        n=$(((i * 7919 * 13) % DISK_DOCS))
+        # shellcheck disable=SC2059
+        url=$(printf "$fmt" $((n / 1000)) "$n")
+        "$BIN" render --root "$site" "$site$url" >"$tr/out-$n"
+        check disk-hit site "$url" "$tr/out-$n" before axle-disk "${DP[axle-disk]}" axle-memory "${DP[axle-memory]}"
+    done
+    local -A B0
+    for t in axle-disk axle-memory; do B0[$t]=$(admin_stats "${DA[$t]}"); done
+    CELL_ENV=(BENCH_RANDOM_N="$DISK_DOCS" BENCH_RANDOM_FMT="$fmt")
+    local round order
+    for ((round = 1; round <= DISK_ROUNDS; round++)); do
+        order="axle-memory axle-disk"
+        ((round % 2)) || order="axle-disk axle-memory"
+        for t in $order; do
+            WARMUP=$DISK_WARMUP DURATION=$DISK_DURATION cell disk-hit site "$t" keep-alive "$CONNECTIONS" \
+                "${DP[$t]}" "${DS[$t]}" / "round=$round" "documents=$DISK_DOCS"
+        done
+    done
+    local a b
+    for t in axle-disk axle-memory; do
+        read -r -a a <<<"${B0[$t]}"
+        read -r -a b <<<"$(admin_stats "${DA[$t]}")"
+        local dh=$((b[2] - a[2])) mh=$((b[3] - a[3])) hh=$((b[4] - a[4])) h=$((b[0] - a[0])) m=$((b[1] - a[1]))
+        add type=note "text=disk-hit ($t): over the rounds (warm-ups included), /stats: hits $h (disk tier $dh = $(awk -v x="$dh" -v y="$((h + m))" 'BEGIN {printf "%.1f%%", y ? 100 * x / y : 0}') of responses, memory $mh, hot memo $hh), misses $m; memory entries ${b[7]}, disk entries ${b[5]}"
+        log "disk-hit: $t: hits $h (disk $dh, memory $mh, hot $hh), misses $m"
+    done
+    # one counted cell each: the X-Axle-Cache values themselves
+    CELL_ENV+=(BENCH_COUNT_CACHE=1)
+    for t in axle-disk axle-memory; do
+        WARMUP=0 DURATION=$DISK_DURATION cell disk-hit site-counted "$t" keep-alive "$CONNECTIONS" \
+            "${DP[$t]}" "${DS[$t]}" / "documents=$DISK_DOCS"
+    done
+    CELL_ENV=()
+    for i in $(seq 1 20); do
+        n=$(((i * 7919 * 13) % DISK_DOCS))
+        # shellcheck disable=SC2059
+        url=$(printf "$fmt" $((n / 1000)) "$n")
+        check disk-hit site "$url" "$tr/out-$n" after axle-disk "${DP[axle-disk]}" axle-memory "${DP[axle-memory]}"
+    done
+    for t in axle-disk axle-memory; do stop_pid "${DS[$t]}"; done
+    rm -rf "$dir"
+}
+
 # --- run ---------------------------------------------------------------------------------------
 NOW=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 STAMP=$(date -u +%Y-%m-%dT%H%M%SZ)
@@ -1293,6 +1639,15 @@ for scen in $ALL_SCENARIOS; do
         stop_main
         sample_busy "before site"
         scenario_site
+        ;;
+    compression | warm-restart | disk-hit)
+        stop_main
+        sample_busy "before $scen"
+        case $scen in
+        compression) scenario_compression ;;
+        warm-restart) scenario_warm_restart ;;
+        disk-hit) scenario_disk_hit ;;
+        esac
         ;;
     esac
 done
