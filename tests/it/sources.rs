@@ -57,6 +57,10 @@ async fn a_posted_document_is_rendered_through_its_chain_in_every_mode() {
                 "{}",
                 r.text()
             );
+            // Produced per request: nothing in front may keep it, and no
+            // file dates it.
+            assert_eq!(r.header("cache-control"), "no-store", "{mode}");
+            assert_eq!(r.header("last-modified"), "", "{mode}");
             seen.push(r.cache());
             bodies.push((title, r.body));
         }
