@@ -331,7 +331,7 @@ impl<'a> Reader<'a> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use proptest::prelude::*;
 
@@ -340,7 +340,13 @@ mod tests {
     }
 
     pub(crate) fn sample() -> Entry {
-        let body = Bytes::from_static(b"<html>hello</html>");
+        entry_of(b"<html>hello</html>", Some("/docs/a.xml"))
+    }
+
+    /// An entry of `body` for `url`, with a dependency of each kind (a
+    /// file, an absent one, one reached through a link).
+    pub(crate) fn entry_of(body: &[u8], url: Option<&str>) -> Entry {
+        let body = Bytes::copy_from_slice(body);
         Entry {
             hash: ContentHash::of(&body),
             bytes: body,
@@ -356,12 +362,12 @@ mod tests {
                 },
             ]
             .into(),
-            url: Some("/docs/a.xml".into()),
+            url: url.map(Arc::from),
             variants: Default::default(),
         }
     }
 
-    fn same(a: &Entry, b: &Entry) -> bool {
+    pub(crate) fn same(a: &Entry, b: &Entry) -> bool {
         a.bytes == b.bytes
             && a.hash == b.hash
             && a.elided == b.elided

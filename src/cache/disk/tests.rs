@@ -6,7 +6,7 @@ use std::task::{Context, Poll, Waker};
 use proptest::prelude::*;
 
 use super::*;
-use crate::cache::{ContentHash, Dep};
+use crate::cache::ContentHash;
 
 /// Runs a tier future outside any runtime: every one completes on its
 /// first poll there (reads and purges run inline).
@@ -23,35 +23,10 @@ fn key(n: u8) -> Key {
 }
 
 fn entry(body: &[u8], url: Option<&str>) -> Arc<Entry> {
-    let bytes = Bytes::copy_from_slice(body);
-    Arc::new(Entry {
-        hash: ContentHash::of(&bytes),
-        bytes,
-        elided: false,
-        content_type: Some("text/html".into()),
-        deps: vec![
-            Dep::new("/srv/a.xml".into(), ContentHash::of(b"a")),
-            Dep::absent("/srv/none.xml".into()),
-            Dep {
-                path: "/srv/real.xml".into(),
-                hash: ContentHash::of(b"r"),
-                via: Some(Arc::from(Path::new("/srv/link.xml"))),
-            },
-        ]
-        .into(),
-        url: url.map(Arc::from),
-        variants: Default::default(),
-    })
+    Arc::new(format::tests::entry_of(body, url))
 }
 
-fn same(a: &Entry, b: &Entry) -> bool {
-    a.bytes == b.bytes
-        && a.hash == b.hash
-        && !b.elided
-        && a.content_type == b.content_type
-        && a.deps == b.deps
-        && a.url == b.url
-}
+use format::tests::same;
 
 /// A tier with one entry under `key(1)`, flushed.
 fn stored(dir: &Path) -> (DiskTier, PathBuf, Vec<u8>) {
