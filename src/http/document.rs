@@ -289,7 +289,7 @@ fn build(
     // the body (and its hash), so then they are built afresh.
     let head = match rendered.head.take() {
         Some(head) if location.output_charset.is_none() => head,
-        _ => ResponseHead::of(&rendered, location.cache_control.as_ref()),
+        _ => Arc::new(ResponseHead::of(&rendered, location.cache_control.as_ref())),
     };
     let chosen = match choose(app, request_headers, &rendered, &head, inline_large) {
         Ok(chosen) => chosen,

@@ -87,7 +87,7 @@ impl Pipeline {
         }
         let mut memo = rendered.clone();
         memo.validators = None;
-        memo.head = Some(ResponseHead::of(&memo, cache_control));
+        memo.head = Some(Arc::new(ResponseHead::of(&memo, cache_control)));
         let mut entry = None;
         if let Some(stored) = &memo.stored {
             // A weak reference: the memo never keeps a body the store has

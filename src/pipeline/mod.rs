@@ -464,11 +464,16 @@ impl Pipeline {
         // files, what they read), for a document made of files only.
         if from_file && !rendered.uncacheable {
             rendered.last_modified = newest(
-                std::iter::once(located.path.as_path())
-                    .chain(rendered.sources.iter().map(|d| d.path.as_path())),
+                std::iter::once(located.path.as_path()).chain(
+                    rendered
+                        .sources
+                        .iter()
+                        .flat_map(|s| s.iter())
+                        .map(|d| d.path.as_path()),
+                ),
             );
         }
-        rendered.sources = Arc::from(Vec::new());
+        rendered.sources = None;
         Ok(rendered)
     }
 
@@ -528,7 +533,7 @@ impl Pipeline {
                 variants: Some(Arc::default()),
                 uncacheable: req.uncacheable_source,
                 last_modified: None,
-                sources: Arc::from(Vec::new()),
+                sources: None,
             });
         }
         let mut stages = Vec::with_capacity(specs.len());
@@ -600,7 +605,7 @@ impl Pipeline {
             let entry = self.pool.run(move || job.run_all(source.bytes)).await??;
             let mut out = rendered(&entry, status, None);
             out.uncacheable = uncacheable;
-            out.sources = files_of(&stage_files, &entry);
+            out.sources = Some(files_of(&stage_files, &entry));
             return Ok(out);
         }
         match mode {
@@ -641,7 +646,7 @@ impl Pipeline {
                 };
                 validators.extend(entry.deps.iter().cloned());
                 let mut out = rendered(&entry, status, Some(key));
-                out.sources = Arc::from(&validators[1..]);
+                out.sources = Some(Arc::from(&validators[1..]));
                 out.validators = Some(Arc::from(validators));
                 Ok(out)
             }
@@ -666,7 +671,7 @@ impl Pipeline {
                     };
                 }
                 out.uncacheable = uncacheable;
-                out.sources = Arc::from(&validators[1..]);
+                out.sources = Some(Arc::from(&validators[1..]));
                 out.validators = (!uncacheable).then(|| Arc::from(validators));
                 Ok(out)
             }

@@ -99,7 +99,7 @@ pub struct Rendered {
     pub stored: Option<Key>,
     /// Header values built once when the response was memoized (a hot-memo
     /// hit has them; a fresh render has none).
-    pub head: Option<ResponseHead>,
+    pub head: Option<Arc<ResponseHead>>,
     /// Compressed variants of `body` (the store entry's, shared by every
     /// request for it); None: made per request if a client insists.
     pub variants: Option<Arc<Variants>>,
@@ -111,7 +111,7 @@ pub struct Rendered {
     pub last_modified: Option<SystemTime>,
     /// The files besides the source it came from (stage closures and what
     /// they read), for `last_modified`; emptied before it is returned.
-    pub(super) sources: Arc<[Dep]>,
+    pub(super) sources: Option<Arc<[Dep]>>,
 }
 
 impl Rendered {
@@ -129,7 +129,7 @@ impl Rendered {
             variants: None,
             uncacheable: false,
             last_modified: None,
-            sources: Arc::from(Vec::new()),
+            sources: None,
         }
     }
 }
@@ -236,6 +236,6 @@ pub(super) fn rendered(entry: &Entry, cache: CacheStatus, stored: Option<Key>) -
         variants: Some(Arc::clone(&entry.variants)),
         uncacheable: false,
         last_modified: None,
-        sources: Arc::from(Vec::new()),
+        sources: None,
     }
 }
