@@ -188,16 +188,62 @@ fn watcher(config: &ServeConfig, fingerprints: &Fingerprints) -> Option<crate::c
 
 /// The tiers below memory `config` asks for, in order: the disk tier
 /// (`--cache-dir`), then every registered tier.
-fn lower_tiers(config: &ServeConfig) -> crate::cache::Tiers {
+fn lower_tiers(config: &ServeConfig, root: &Path) -> std::io::Result<crate::cache::Tiers> {
     let mut tiers: Vec<Arc<dyn crate::cache::Cache>> = Vec::new();
     if let Some(dir) = &config.cache_dir {
+        refuse_cache_dir_in_root(dir, root)?;
         tiers.push(Arc::new(crate::cache::DiskTier::open(
             dir,
             config.cache_dir_size,
         )));
     }
     tiers.extend(config.tiers.0.iter().cloned());
-    Arc::from(tiers)
+    Ok(Arc::from(tiers))
+}
+
+/// A cache directory inside the document root would be served: its files
+/// hold rendered pages and the absolute paths they came from.
+fn refuse_cache_dir_in_root(dir: &Path, root: &Path) -> std::io::Result<()> {
+    // Resolved through its nearest existing ancestor (it may not exist
+    // yet; nothing is created before it is accepted).
+    let mut absolute = PathBuf::new();
+    for part in std::path::absolute(dir)?.components() {
+        match part {
+            std::path::Component::ParentDir => {
+                absolute.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => absolute.push(other),
+        }
+    }
+    let mut existing = absolute.as_path();
+    let mut rest = Vec::new();
+    let base = loop {
+        if let Ok(c) = existing.canonicalize() {
+            break c;
+        }
+        let (Some(parent), Some(name)) = (existing.parent(), existing.file_name()) else {
+            return Ok(());
+        };
+        rest.push(name);
+        existing = parent;
+    };
+    let dir = rest.iter().rev().fold(base, |p, n| p.join(n));
+    let Ok(root) = root.canonicalize() else {
+        return Ok(());
+    };
+    if dir.starts_with(&root) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "--cache-dir {} is inside the document root {}, where its files could be \
+                 served: choose a directory outside it",
+                dir.display(),
+                root.display()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 impl Pipeline {
@@ -230,6 +276,7 @@ impl Pipeline {
         let intermediates = if incremental { outputs / 32 } else { 0 };
         let watcher = watcher(config, &fingerprints).map(Arc::new);
         let pool = Pool::new(config.workers)?;
+        let lower = lower_tiers(config, files.root())?;
         let trust = config.freshness == crate::config::Freshness::Trust;
         if trust {
             fingerprints.trust();
@@ -246,7 +293,7 @@ impl Pipeline {
             runtime: tokio::runtime::Handle::try_current().ok(),
             store: Store::new(outputs - intermediates, intermediates, fingerprints)
                 .with_traces(trace_budget)
-                .with_lower(lower_tiers(config))
+                .with_lower(lower)
                 .trusting(trust),
             prologs: moka::sync::Cache::new(5_000),
             hot: HotMemo::new(hot_budget, watcher).trusting(trust),

@@ -564,3 +564,29 @@ async fn a_custom_tier_is_shared_by_servers_and_checked_before_use() {
         t.abort();
     }
 }
+
+/// A cache directory inside the document root would be served (its files
+/// hold rendered pages and absolute paths): refused at start, however it
+/// is spelled, and nothing is created there.
+#[test]
+fn a_cache_directory_inside_the_root_is_refused() {
+    let site = TiersSite::new();
+    let root = site.root.to_str().unwrap();
+    for dir in [
+        format!("{root}/cache"),
+        format!("{root}/missing/../cache/deeper"),
+        format!("{root}/docs/./c"),
+    ] {
+        let out = crate::support::axle()
+            .args(["serve", "--root", root, "--listen", "127.0.0.1:0"])
+            .args(["--cache-dir", &dir])
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{dir}");
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(said.contains("inside the document root"), "{dir}: {said}");
+    }
+    for made in ["cache", "missing", "docs/c"] {
+        assert!(!site.root.join(made).exists(), "{made} was created");
+    }
+}
