@@ -115,6 +115,9 @@ pub struct ServeConfig {
     /// Cache tiers below memory and disk, asked in order (registered
     /// through [`crate::Server::builder`]).
     pub tiers: TierList,
+    /// Write the process ID here once the server accepts connections
+    /// (`--pid-file`); removed when it stops.
+    pub pid_file: Option<PathBuf>,
 }
 
 /// Cache tiers registered by a program embedding Axle, in the order they
@@ -150,6 +153,7 @@ impl ServeConfig {
             cache_dir_size: DEFAULT_CACHE_DIR_SIZE,
             admin: None,
             tiers: TierList::default(),
+            pid_file: None,
         }
     }
 }

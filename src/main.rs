@@ -207,6 +207,10 @@ enum Command {
         /// address, e.g. 127.0.0.1:9090. Off by default.
         #[arg(long, value_name = "ADDR", value_parser = parse_listen)]
         admin: Option<SocketAddr>,
+        /// Write the process ID to FILE once every listener is bound (the
+        /// server is ready); removed when it stops.
+        #[arg(long, value_name = "FILE")]
+        pid_file: Option<PathBuf>,
         /// The site configuration [default: axle.toml in the root, if any].
         /// SIGHUP reloads it.
         #[arg(long)]
@@ -380,6 +384,7 @@ fn main() -> ExitCode {
             cache_dir,
             cache_dir_size,
             admin,
+            pid_file,
             config: site_file,
             dtds,
             limits,
@@ -396,6 +401,7 @@ fn main() -> ExitCode {
             config.cache_dir = cache_dir;
             config.cache_dir_size = cache_dir_size;
             config.admin = admin;
+            config.pid_file = pid_file;
             let mut builder = axle::Server::builder(&config.root)
                 .config(config)
                 // The flags win over the file's [limits].

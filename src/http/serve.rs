@@ -98,15 +98,23 @@ pub async fn serve_app(app: Arc<App>, config: &ServeConfig) -> std::io::Result<(
             }
         });
     }
-    // Printed once every listener is bound: whoever waits for this line
-    // can connect to all of them.
+    // Listening for SIGTERM and Ctrl-C from here on, before anyone is
+    // told the server is ready.
+    let signalled = shutdown_signal();
+    // Written and printed once the public address (its first listener;
+    // the others share its port) and the admin address accept: whoever
+    // waits for either can connect.
+    let pid_file = match &config.pid_file {
+        Some(path) => Some(PidFile::write(path)?),
+        None => None,
+    };
     println!(
         "axle: serving {} on http://{addr}/ (cache: {})",
         app.pipeline.provider().root().display(),
         config.cache_mode
     );
     tokio::spawn(async move {
-        shutdown_signal().await;
+        signalled.await;
         tracing::info!("stopping: no new connections; finishing requests being answered");
         let _ = stop.send(true);
     });
@@ -145,7 +153,44 @@ pub async fn serve_app(app: Arc<App>, config: &ServeConfig) -> std::io::Result<(
             Err(_) => tracing::error!("an I/O thread panicked"),
         }
     }
+    drop(pid_file);
     served
+}
+
+/// `--pid-file`: the process ID, written when the server is ready and
+/// removed when it stops (on drop), unless another process wrote it since.
+struct PidFile {
+    path: std::path::PathBuf,
+    pid: String,
+}
+
+impl PidFile {
+    fn write(path: &std::path::Path) -> std::io::Result<PidFile> {
+        let pid = format!("{}\n", std::process::id());
+        // Written whole under another name, then renamed: a reader never
+        // sees a partial ID.
+        let partial = path.with_extension("pid-partial");
+        std::fs::write(&partial, &pid)
+            .and_then(|()| std::fs::rename(&partial, path))
+            .map_err(|e| {
+                std::io::Error::new(
+                    e.kind(),
+                    format!("cannot write --pid-file {}: {e}", path.display()),
+                )
+            })?;
+        Ok(PidFile {
+            path: path.to_path_buf(),
+            pid,
+        })
+    }
+}
+
+impl Drop for PidFile {
+    fn drop(&mut self) {
+        if std::fs::read_to_string(&self.path).is_ok_and(|now| now == self.pid) {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
 }
 
 /// Raises the soft limit on open files to the hard limit: every
@@ -247,20 +292,33 @@ fn spawn_reloader(app: Arc<App>) {
     });
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
+/// Ctrl-C (SIGINT) or SIGTERM, listened for from the call on: the
+/// handlers are installed before this returns, so a signal sent the moment
+/// the server says it is ready is never the default action (death).
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let interrupt = signal(SignalKind::interrupt());
+    let terminate = signal(SignalKind::terminate());
+    async move {
+        let one = async {
+            match interrupt {
+                Ok(mut s) => {
+                    s.recv().await;
+                }
+                Err(_) => std::future::pending::<()>().await,
             }
-            Err(_) => std::future::pending::<()>().await,
+        };
+        let other = async {
+            match terminate {
+                Ok(mut s) => {
+                    s.recv().await;
+                }
+                Err(_) => std::future::pending::<()>().await,
+            }
+        };
+        tokio::select! {
+            () = one => {},
+            () = other => {},
         }
-    };
-    tokio::select! {
-        () = ctrl_c => {},
-        () = term => {},
     }
 }

@@ -755,3 +755,29 @@ async fn a_request_body_that_stops_coming_is_cut_at_the_header_timeout() {
         "cut after {took:?}"
     );
 }
+
+/// `--pid-file`: the process ID is there once the server accepts, and gone
+/// after SIGTERM (exit 0); a pid file another process wrote meanwhile is
+/// left alone.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_pid_file_names_the_ready_server_and_goes_with_it() {
+    let site = TestSite::new();
+    let pid_file = site.outside().join("axle.pid");
+    let pid_arg = pid_file.to_str().unwrap().to_string();
+    let (mut child, addr, _log) = serve_child(&site, "", &["--pid-file", &pid_arg]);
+    // Ready when the address is printed: the file is written before it.
+    let written = std::fs::read_to_string(&pid_file).expect("the pid file is written");
+    assert_eq!(written, format!("{}\n", child.id()));
+    assert!(TcpStream::connect(addr).await.is_ok());
+    signal(&child, "TERM");
+    let (status, _) = exited(&mut child, Duration::from_secs(15)).expect("exits after SIGTERM");
+    assert!(status.success(), "{status}");
+    assert!(!pid_file.exists(), "the pid file is removed on exit");
+    // Another server's file (a restart raced this one) is not removed.
+    let (mut child, _, _log) = serve_child(&site, "", &["--pid-file", &pid_arg]);
+    std::fs::write(&pid_file, "424242\n").unwrap();
+    signal(&child, "TERM");
+    let (status, _) = exited(&mut child, Duration::from_secs(15)).expect("exits after SIGTERM");
+    assert!(status.success(), "{status}");
+    assert_eq!(std::fs::read_to_string(&pid_file).unwrap(), "424242\n");
+}
