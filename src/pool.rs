@@ -35,6 +35,14 @@ type Job = Box<dyn FnOnce() + Send + 'static>;
 pub struct Pool {
     queue: std::sync::mpsc::Sender<Job>,
     size: usize,
+    load: std::sync::Arc<Load>,
+}
+
+/// Jobs waiting and running (the metrics' queue depth and busy threads).
+#[derive(Debug, Default)]
+struct Load {
+    queued: std::sync::atomic::AtomicUsize,
+    busy: std::sync::atomic::AtomicUsize,
 }
 
 impl Pool {
@@ -67,12 +75,26 @@ impl Pool {
                     }
                 })?;
         }
-        Ok(Pool { queue, size })
+        Ok(Pool {
+            queue,
+            size,
+            load: std::sync::Arc::default(),
+        })
     }
 
     /// Number of threads.
     pub fn size(&self) -> usize {
         self.size
+    }
+
+    /// Jobs sent to the pool and not started yet.
+    pub fn queued(&self) -> usize {
+        self.load.queued.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Threads running a job now.
+    pub fn busy(&self) -> usize {
+        self.load.busy.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Runs `job` on a pool thread and waits for it without blocking the
@@ -83,7 +105,12 @@ impl Pool {
         F: FnOnce() -> T + Send + 'static,
     {
         let (tx, rx) = tokio::sync::oneshot::channel();
+        use std::sync::atomic::Ordering::Relaxed;
+        let load = std::sync::Arc::clone(&self.load);
+        load.queued.fetch_add(1, Relaxed);
         let job: Job = Box::new(move || {
+            load.queued.fetch_sub(1, Relaxed);
+            load.busy.fetch_add(1, Relaxed);
             let result = std::panic::catch_unwind(AssertUnwindSafe(job)).map_err(|payload| {
                 let msg = payload
                     .downcast_ref::<&str>()
@@ -92,9 +119,13 @@ impl Pool {
                     .unwrap_or_else(|| "panic".to_string());
                 PoolError::Panicked(msg)
             });
+            load.busy.fetch_sub(1, Relaxed);
             let _ = tx.send(result);
         });
-        self.queue.send(job).map_err(|_| PoolError::Closed)?;
+        self.queue.send(job).map_err(|_| {
+            self.load.queued.fetch_sub(1, Relaxed);
+            PoolError::Closed
+        })?;
         rx.await.map_err(|_| PoolError::Closed)?
     }
 

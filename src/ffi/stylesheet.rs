@@ -23,6 +23,9 @@ pub struct OutputSettings {
     pub encoding: Option<String>,
 }
 
+/// Compiled instances alive, over every stylesheet.
+static LIVE_INSTANCES: AtomicUsize = AtomicUsize::new(0);
+
 /// A compiled XSLT stylesheet, compiled once from one set of bytes and
 /// shared by every transform.
 ///
@@ -260,6 +263,7 @@ impl Stylesheet {
                 encoding: opt_string(sys::shim_out_encoding(ptr)),
             }
         };
+        LIVE_INSTANCES.fetch_add(1, Ordering::Relaxed);
         Ok(Stylesheet {
             idle: Mutex::new(vec![Arc::new(compiled)]),
             returned: Condvar::new(),
@@ -273,6 +277,12 @@ impl Stylesheet {
     /// The stylesheet's `xsl:output` settings.
     pub fn output(&self) -> &OutputSettings {
         &self.output
+    }
+
+    /// Compiled instances of every stylesheet alive in the process (the
+    /// metrics' `axle_stylesheet_instances`).
+    pub fn live_instances() -> usize {
+        LIVE_INSTANCES.load(Ordering::Relaxed)
     }
 
     /// How many compiled instances exist (see [`Stylesheet`]).
@@ -320,6 +330,7 @@ impl Stylesheet {
         match self.recipe.compile(replay) {
             Ok(compiled) => {
                 let n = self.instances.fetch_add(1, Ordering::Relaxed) + 1;
+                LIVE_INSTANCES.fetch_add(1, Ordering::Relaxed);
                 tracing::debug!(stylesheet = %self.recipe.url, instances = n, "compiled another instance");
                 Ok(compiled)
             }
@@ -372,6 +383,7 @@ impl<'a> Lease<'a> {
     pub(super) fn discard(mut self) {
         self.keep = false;
         self.style.instances.fetch_sub(1, Ordering::Relaxed);
+        LIVE_INSTANCES.fetch_sub(1, Ordering::Relaxed);
         self.style.no_more.store(false, Ordering::Release);
         // Under the lock a waiter holds while it decides to wait, so it
         // cannot miss the wake-up.
@@ -413,5 +425,11 @@ impl Drop for RunningHere {
                 held.remove(i);
             }
         });
+    }
+}
+
+impl Drop for Stylesheet {
+    fn drop(&mut self) {
+        LIVE_INSTANCES.fetch_sub(self.instances.load(Ordering::Relaxed), Ordering::Relaxed);
     }
 }

@@ -35,6 +35,7 @@ pub fn router(app: Arc<App>) -> Router {
     Router::new()
         .route("/", get(index))
         .route("/stats", get(stats))
+        .route("/metrics", get(metrics))
         .route("/purge", post(purge))
         .with_state(admin)
 }
@@ -42,7 +43,7 @@ pub fn router(app: Arc<App>) -> Router {
 async fn index() -> Response {
     (
         [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-        "axle admin\n  GET  /stats                 the cache's counters (JSON)\n  POST /purge[?prefix=/PATH]   drop stored responses under PATH (all without it)\n",
+        "axle admin\n  GET  /stats                 the cache's counters (JSON)\n  GET  /metrics               Prometheus metrics (text format)\n  POST /purge[?prefix=/PATH]   drop stored responses under PATH (all without it)\n",
     )
         .into_response()
 }
@@ -152,6 +153,24 @@ pub fn stats_of(app: &App, uptime: std::time::Duration) -> StatsDoc {
         tiers,
         compressed: s.variants.counts(),
         stages: s.stage_times(),
+    }
+}
+
+async fn metrics(State(admin): State<Admin>) -> Response {
+    admin.app.pipeline().store().sync().await;
+    match super::metrics::exposition(&admin.app).await {
+        Ok(text) => (
+            [
+                (
+                    header::CONTENT_TYPE,
+                    "text/plain; version=0.0.4; charset=utf-8",
+                ),
+                (header::CACHE_CONTROL, "no-store"),
+            ],
+            text,
+        )
+            .into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
     }
 }
 

@@ -13,6 +13,7 @@ mod dynamic;
 mod encoding;
 mod error;
 mod hot;
+mod metrics;
 mod params;
 mod passthru;
 mod ranges;
@@ -38,7 +39,7 @@ use bytes::Bytes;
 use axum::Router;
 use axum::extract::{Request, State};
 use axum::handler::Handler;
-use axum::http::{Method, StatusCode};
+use axum::http::{HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 
 use crate::config::ServeConfig;
@@ -63,6 +64,8 @@ pub struct App {
     mounts: Vec<crate::dynamic::Mount>,
     /// Compressed variants of static files.
     statics: statics::StaticVariants,
+    /// Requests by method and status, latency histograms.
+    metrics: metrics::RequestMetrics,
 }
 
 impl App {
@@ -101,6 +104,7 @@ impl App {
             mounts,
             // A sixteenth of the memory budget for static files' variants.
             statics: statics::StaticVariants::new((config.cache_size / 16).max(1 << 20)),
+            metrics: metrics::RequestMetrics::new().map_err(std::io::Error::other)?,
         }))
     }
 
@@ -226,6 +230,8 @@ pub mod wire {
 async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
     // One debug line per request (no span, no clock: a hit is a few
     // microseconds, and a per-request span was a measurable share of it).
+    let started = std::time::Instant::now();
+    let method = request.method().clone();
     let logged = tracing::enabled!(tracing::Level::DEBUG)
         .then(|| (request.method().clone(), request.uri().clone()));
     // The request's own shape (Host, target form and size, header count,
@@ -260,6 +266,14 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
     if let Some((method, uri)) = logged {
         tracing::debug!(%method, %uri, status = response.status().as_u16(), "request");
     }
+    let kind = metrics::Kind::of(
+        response
+            .headers()
+            .get(document::CACHE_HEADER)
+            .map(HeaderValue::as_bytes),
+    );
+    app.metrics
+        .response(&method, response.status().as_u16(), kind, started.elapsed());
     response
 }
 

@@ -60,6 +60,13 @@ pub(crate) struct Compiled {
 }
 
 impl Compiled {
+    /// Compiled stages held (pending maintenance run first, so the count
+    /// is current).
+    pub(crate) async fn len(&self) -> u64 {
+        self.cache.run_pending_tasks().await;
+        self.cache.entry_count()
+    }
+
     pub(crate) fn new(capacity: u64, fingerprints: Fingerprints) -> Self {
         Compiled {
             cache: moka::future::Cache::new(capacity),

@@ -318,6 +318,16 @@ impl Pipeline {
         self.mode
     }
 
+    /// The transform pool's threads, jobs waiting, and threads busy.
+    pub fn pool_load(&self) -> (usize, usize, usize) {
+        (self.pool.size(), self.pool.queued(), self.pool.busy())
+    }
+
+    /// Compiled stages held (stylesheets and other Languages' resources).
+    pub async fn compiled_stages(&self) -> u64 {
+        self.compiled.len().await
+    }
+
     /// How hits are checked.
     pub fn freshness(&self) -> crate::config::Freshness {
         self.freshness

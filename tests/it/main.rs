@@ -21,6 +21,7 @@ mod http;
 mod limits_http;
 mod limits_render;
 mod links;
+mod metrics;
 mod samples;
 mod security;
 mod sources;
