@@ -24,4 +24,5 @@ mod links;
 mod samples;
 mod security;
 mod sources;
+mod status;
 mod tiers_support;
