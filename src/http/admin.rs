@@ -1,6 +1,7 @@
 //! The admin listener (`--admin ADDR`, off by default): what the cache is
 //! doing (`GET /stats`, JSON) and how a deployment tells it files changed
-//! (`POST /purge?prefix=/PATH`). A listener of its own, bound only where
+//! (`POST /purge?prefix=/PATH`), and a status page for people
+//! (`GET /status`, HTML: see `status`). A listener of its own, bound only where
 //! configured, so nothing here is ever reachable through the public one;
 //! `axle cache stats|purge` are its clients (`client`).
 
@@ -18,24 +19,32 @@ use serde::{Deserialize, Serialize};
 use super::App;
 
 pub mod client;
+pub mod status;
 
 /// What the admin routes share.
 #[derive(Clone)]
 struct Admin {
     app: Arc<App>,
     started: Instant,
+    /// The status page's chart samples.
+    history: Arc<status::History>,
 }
 
 /// The admin router over `app`.
 pub fn router(app: Arc<App>) -> Router {
+    let started = Instant::now();
+    let history = Arc::new(status::History::default());
+    history.spawn_sampler(Arc::downgrade(&app), started);
     let admin = Admin {
         app,
-        started: Instant::now(),
+        started,
+        history,
     };
     Router::new()
         .route("/", get(index))
         .route("/stats", get(stats))
         .route("/metrics", get(metrics))
+        .route("/status", get(status_page))
         .route("/purge", post(purge))
         .with_state(admin)
 }
@@ -43,7 +52,7 @@ pub fn router(app: Arc<App>) -> Router {
 async fn index() -> Response {
     (
         [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-        "axle admin\n  GET  /stats                 the cache's counters (JSON)\n  GET  /metrics               Prometheus metrics (text format)\n  POST /purge[?prefix=/PATH]   drop stored responses under PATH (all without it)\n",
+        "axle admin\n  GET  /stats                 the cache's counters (JSON)\n  GET  /metrics               Prometheus metrics (text format)\n  GET  /status                the status page (HTML)\n  POST /purge[?prefix=/PATH]   drop stored responses under PATH (all without it)\n",
     )
         .into_response()
 }
@@ -178,6 +187,10 @@ async fn stats(State(admin): State<Admin>) -> Response {
     admin.app.pipeline().store().sync().await;
     let doc = stats_of(&admin.app, admin.started.elapsed());
     json(StatusCode::OK, &doc)
+}
+
+async fn status_page(State(admin): State<Admin>) -> Response {
+    status::page(admin.app, admin.history, admin.started).await
 }
 
 /// `POST /purge` parameters.

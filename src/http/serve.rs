@@ -86,8 +86,8 @@ pub async fn serve_app(app: Arc<App>, config: &ServeConfig) -> std::io::Result<(
     if let Some(admin_addr) = config.admin {
         let listener = super::admin::bind(admin_addr).await?;
         let bound = listener.local_addr()?;
-        tracing::info!(addr = %bound, "admin listener: /stats, /purge");
-        println!("axle: admin listener on http://{bound}/ (stats, purge)");
+        tracing::info!(addr = %bound, "admin listener: /stats, /status, /purge");
+        println!("axle: admin listener on http://{bound}/ (stats, status, purge)");
         let (app, mut stopped) = (Arc::clone(&app), stopped.clone());
         tokio::spawn(async move {
             let shutdown = async move {

@@ -25,4 +25,5 @@ mod metrics;
 mod samples;
 mod security;
 mod sources;
+mod status;
 mod tiers_support;

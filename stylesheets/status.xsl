@@ -1,0 +1,259 @@
+<?xml version="1.0" encoding="UTF-8"?>
+<!--
+  status.xsl: the admin listener's status page (GET /status), compiled into
+  the axle binary (src/http/admin/status.rs) and applied to the status
+  document built there:
+
+    status @version @uptime-seconds @mode @freshness
+      config     setting* (@name; text)
+      counters   @answered @hits @misses @partials @early-cutoffs @uncacheable
+                 @untransformed @hot-hits @memory-hits @stage-runs @compiles
+                 @renders @evictions
+      tiers      tier* (@name @entries @bytes @capacity @hits @evictions
+                 @rejected @write-errors @dropped @writable)
+      compressed @gzip @br @bytes-made @served
+      stages     stage* (@language @runs @micros @mean-ms)
+      history    @every-seconds @window-seconds
+                 interval* (@age-seconds @hits @computed @renders
+                 @hit-ratio? @latency-ms?), oldest first
+
+  Output: one HTML5 page, its chart an inline SVG drawn here.
+-->
+<xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">
+
+  <xsl:output method="html" encoding="UTF-8"
+              doctype-system="about:legacy-compat" indent="no"/>
+
+  <!-- The chart's plot area, in SVG user units. -->
+  <xsl:variable name="w" select="600"/>
+  <xsl:variable name="h" select="160"/>
+  <xsl:variable name="left" select="50"/>
+  <xsl:variable name="top" select="10"/>
+
+  <xsl:template match="/status">
+    <html lang="en">
+      <head>
+        <title>Axle status</title>
+        <meta name="viewport" content="width=device-width, initial-scale=1"/>
+        <style>
+          body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }
+          table { border-collapse: collapse; margin: 0.5em 0 1.5em; }
+          th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; }
+          td.n { text-align: right; font-variant-numeric: tabular-nums; }
+          th[scope=row] { text-align: left; font-weight: normal; }
+          caption { text-align: left; font-weight: bold; padding: 0.3em 0; }
+          .ratio { stroke: #2a7; }
+          .latency { stroke: #c52; }
+          svg text { font-size: 11px; fill: #555; }
+        </style>
+      </head>
+      <body>
+        <h1>Axle status</h1>
+        <p>
+          <xsl:text>Axle </xsl:text><xsl:value-of select="@version"/>
+          <xsl:text>, up </xsl:text>
+          <xsl:call-template name="duration">
+            <xsl:with-param name="s" select="@uptime-seconds"/>
+          </xsl:call-template>
+          <xsl:text>; cache mode </xsl:text><strong><xsl:value-of select="@mode"/></strong>
+          <xsl:text>, freshness </xsl:text><strong><xsl:value-of select="@freshness"/></strong>
+          <xsl:text>.</xsl:text>
+        </p>
+        <xsl:apply-templates select="history"/>
+        <xsl:apply-templates select="counters"/>
+        <xsl:apply-templates select="tiers"/>
+        <xsl:apply-templates select="stages"/>
+        <xsl:apply-templates select="compressed"/>
+        <xsl:apply-templates select="config"/>
+      </body>
+    </html>
+  </xsl:template>
+
+  <!-- The chart: hit ratio (0-100 %) and mean render latency (0 to the
+       window's highest) per interval, now at the right edge. -->
+  <xsl:template match="history">
+    <xsl:variable name="window" select="@window-seconds"/>
+    <xsl:variable name="max-latency">
+      <xsl:for-each select="interval[@latency-ms]">
+        <xsl:sort select="@latency-ms" data-type="number" order="descending"/>
+        <xsl:if test="position() = 1"><xsl:value-of select="@latency-ms"/></xsl:if>
+      </xsl:for-each>
+    </xsl:variable>
+    <xsl:variable name="scale">
+      <xsl:choose>
+        <xsl:when test="number($max-latency) &gt; 0"><xsl:value-of select="$max-latency"/></xsl:when>
+        <xsl:otherwise>1</xsl:otherwise>
+      </xsl:choose>
+    </xsl:variable>
+    <h2>Last <xsl:value-of select="round($window div 60)"/> minutes</h2>
+    <svg id="chart" width="{$w + $left + 70}" height="{$h + $top + 30}"
+         viewBox="0 0 {$w + $left + 70} {$h + $top + 30}" role="img"
+         aria-label="Hit ratio and mean render latency over the last {round($window div 60)} minutes">
+      <rect x="{$left}" y="{$top}" width="{$w}" height="{$h}" fill="#fafafa" stroke="#ccc"/>
+      <line x1="{$left}" y1="{$top + $h div 2}" x2="{$left + $w}" y2="{$top + $h div 2}" stroke="#eee"/>
+      <text x="{$left - 6}" y="{$top + 4}" text-anchor="end">100%</text>
+      <text x="{$left - 6}" y="{$top + $h}" text-anchor="end">0%</text>
+      <text x="{$left + $w + 6}" y="{$top + 4}">
+        <xsl:value-of select="format-number($scale, '0.##')"/><xsl:text> ms</xsl:text>
+      </text>
+      <text x="{$left + $w + 6}" y="{$top + $h}">0 ms</text>
+      <text x="{$left}" y="{$top + $h + 18}">
+        <xsl:text>-</xsl:text><xsl:value-of select="round($window div 60)"/><xsl:text> min</xsl:text>
+      </text>
+      <text x="{$left + $w}" y="{$top + $h + 18}" text-anchor="end">now</text>
+      <polyline class="ratio" fill="none" stroke-width="2">
+        <xsl:attribute name="points">
+          <xsl:for-each select="interval[@hit-ratio]">
+            <xsl:value-of select="format-number($left + $w - @age-seconds * $w div $window, '0.#')"/>
+            <xsl:text>,</xsl:text>
+            <xsl:value-of select="format-number($top + $h - @hit-ratio * $h, '0.#')"/>
+            <xsl:text> </xsl:text>
+          </xsl:for-each>
+        </xsl:attribute>
+      </polyline>
+      <polyline class="latency" fill="none" stroke-width="2">
+        <xsl:attribute name="points">
+          <xsl:for-each select="interval[@latency-ms]">
+            <xsl:value-of select="format-number($left + $w - @age-seconds * $w div $window, '0.#')"/>
+            <xsl:text>,</xsl:text>
+            <xsl:value-of select="format-number($top + $h - @latency-ms * $h div $scale, '0.#')"/>
+            <xsl:text> </xsl:text>
+          </xsl:for-each>
+        </xsl:attribute>
+      </polyline>
+      <!-- A mark per point: one interval alone is no line. -->
+      <xsl:for-each select="interval[@hit-ratio]">
+        <circle class="ratio" fill="#2a7" r="2.5"
+                cx="{format-number($left + $w - @age-seconds * $w div $window, '0.#')}"
+                cy="{format-number($top + $h - @hit-ratio * $h, '0.#')}"/>
+      </xsl:for-each>
+      <xsl:for-each select="interval[@latency-ms]">
+        <circle class="latency" fill="#c52" r="2.5"
+                cx="{format-number($left + $w - @age-seconds * $w div $window, '0.#')}"
+                cy="{format-number($top + $h - @latency-ms * $h div $scale, '0.#')}"/>
+      </xsl:for-each>
+    </svg>
+    <p>
+      <span style="color: #2a7">&#x25A0; hit ratio</span>
+      <xsl:text> and </xsl:text>
+      <span style="color: #c52">&#x25A0; mean render time of a computed response</span>
+      <xsl:text>, per </xsl:text><xsl:value-of select="@every-seconds"/><xsl:text> s.</xsl:text>
+    </p>
+  </xsl:template>
+
+  <xsl:template match="counters">
+    <table id="counters">
+      <caption>Responses</caption>
+      <tbody>
+        <xsl:for-each select="@*">
+          <tr><th scope="row"><xsl:value-of select="name()"/></th><td class="n"><xsl:value-of select="."/></td></tr>
+        </xsl:for-each>
+        <tr>
+          <th scope="row">hit ratio</th>
+          <td class="n">
+            <xsl:choose>
+              <xsl:when test="@answered &gt; 0">
+                <xsl:value-of select="format-number(@hits div @answered, '0.0%')"/>
+              </xsl:when>
+              <xsl:otherwise>-</xsl:otherwise>
+            </xsl:choose>
+          </td>
+        </tr>
+      </tbody>
+    </table>
+  </xsl:template>
+
+  <xsl:template match="tiers">
+    <table id="tiers">
+      <caption>Cache tiers</caption>
+      <thead>
+        <tr><th>tier</th><th>entries</th><th>bytes</th><th>capacity</th><th>hits</th><th>evictions</th><th>rejected</th><th>write errors</th><th>dropped</th><th>writable</th></tr>
+      </thead>
+      <tbody>
+        <xsl:for-each select="tier">
+          <tr>
+            <th scope="row"><xsl:value-of select="@name"/></th>
+            <td class="n"><xsl:value-of select="@entries"/></td>
+            <td class="n"><xsl:call-template name="bytes"><xsl:with-param name="n" select="@bytes"/></xsl:call-template></td>
+            <td class="n">
+              <xsl:choose>
+                <xsl:when test="@capacity &gt; 0"><xsl:call-template name="bytes"><xsl:with-param name="n" select="@capacity"/></xsl:call-template></xsl:when>
+                <xsl:otherwise>unbounded</xsl:otherwise>
+              </xsl:choose>
+            </td>
+            <td class="n"><xsl:value-of select="@hits"/></td>
+            <td class="n"><xsl:value-of select="@evictions"/></td>
+            <td class="n"><xsl:value-of select="@rejected"/></td>
+            <td class="n"><xsl:value-of select="@write-errors"/></td>
+            <td class="n"><xsl:value-of select="@dropped"/></td>
+            <td><xsl:value-of select="@writable"/></td>
+          </tr>
+        </xsl:for-each>
+      </tbody>
+    </table>
+  </xsl:template>
+
+  <xsl:template match="stages">
+    <table id="stages">
+      <caption>Stage time per Language</caption>
+      <thead><tr><th>Language</th><th>runs</th><th>total ms</th><th>mean ms</th></tr></thead>
+      <tbody>
+        <xsl:for-each select="stage">
+          <tr>
+            <th scope="row"><xsl:value-of select="@language"/></th>
+            <td class="n"><xsl:value-of select="@runs"/></td>
+            <td class="n"><xsl:value-of select="format-number(@micros div 1000, '0.0')"/></td>
+            <td class="n"><xsl:value-of select="@mean-ms"/></td>
+          </tr>
+        </xsl:for-each>
+        <xsl:if test="not(stage)">
+          <tr><td colspan="4">no stage has run yet</td></tr>
+        </xsl:if>
+      </tbody>
+    </table>
+  </xsl:template>
+
+  <xsl:template match="compressed">
+    <table id="compressed">
+      <caption>Compressed variants</caption>
+      <tbody>
+        <tr><th scope="row">gzip made</th><td class="n"><xsl:value-of select="@gzip"/></td></tr>
+        <tr><th scope="row">brotli made</th><td class="n"><xsl:value-of select="@br"/></td></tr>
+        <tr><th scope="row">bytes made</th><td class="n"><xsl:call-template name="bytes"><xsl:with-param name="n" select="@bytes-made"/></xsl:call-template></td></tr>
+        <tr><th scope="row">responses sent compressed</th><td class="n"><xsl:value-of select="@served"/></td></tr>
+      </tbody>
+    </table>
+  </xsl:template>
+
+  <xsl:template match="config">
+    <table id="config">
+      <caption>Configuration in force</caption>
+      <tbody>
+        <xsl:for-each select="setting">
+          <tr><th scope="row"><xsl:value-of select="@name"/></th><td><xsl:value-of select="."/></td></tr>
+        </xsl:for-each>
+      </tbody>
+    </table>
+  </xsl:template>
+
+  <!-- "1h 02m 03s" -->
+  <xsl:template name="duration">
+    <xsl:param name="s"/>
+    <xsl:if test="$s &gt;= 86400"><xsl:value-of select="floor($s div 86400)"/>d </xsl:if>
+    <xsl:if test="$s &gt;= 3600"><xsl:value-of select="floor($s mod 86400 div 3600)"/>h </xsl:if>
+    <xsl:if test="$s &gt;= 60"><xsl:value-of select="format-number(floor($s mod 3600 div 60), '00')"/>m </xsl:if>
+    <xsl:value-of select="format-number($s mod 60, '00')"/><xsl:text>s</xsl:text>
+  </xsl:template>
+
+  <!-- 1234567 -> "1.2 MiB" -->
+  <xsl:template name="bytes">
+    <xsl:param name="n"/>
+    <xsl:choose>
+      <xsl:when test="$n &gt;= 1073741824"><xsl:value-of select="format-number($n div 1073741824, '0.0')"/> GiB</xsl:when>
+      <xsl:when test="$n &gt;= 1048576"><xsl:value-of select="format-number($n div 1048576, '0.0')"/> MiB</xsl:when>
+      <xsl:when test="$n &gt;= 1024"><xsl:value-of select="format-number($n div 1024, '0.0')"/> KiB</xsl:when>
+      <xsl:otherwise><xsl:value-of select="$n"/> B</xsl:otherwise>
+    </xsl:choose>
+  </xsl:template>
+
+</xsl:stylesheet>

@@ -1,0 +1,140 @@
+//! `GET /status` on the admin listener: an HTML5 page rendered by Axle's
+//! bundled stylesheet, checked with a real HTML validator (`tidy`) and
+//! loaded in headless Chromium (a screenshot into the test's output
+//! directory, and the DOM it built). Either tool absent: skipped loudly,
+//! and a failure under `CI=true` (`.ci/run` installs both).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::tiers_support::{Axle, TiersSite, request, skip};
+
+/// The first of `names` on `PATH`.
+fn on_path(names: &[&str]) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    names.iter().find_map(|name| {
+        std::env::split_paths(&path)
+            .map(|dir| dir.join(name))
+            .find(|p| p.is_file())
+    })
+}
+
+/// Checks the page with `tidy -errors -q`: exit status 2 means errors
+/// (1 is warnings only, which `-errors` does not print).
+fn validate(html: &Path) -> bool {
+    let Some(tidy) = on_path(&["tidy"]) else {
+        skip("no `tidy` on PATH to validate the status page (apt-get install tidy)");
+        return false;
+    };
+    let out = Command::new(tidy)
+        .args(["-errors", "-q"])
+        .arg(html)
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.code().is_some_and(|c| c < 2) && !report.contains("Error:"),
+        "tidy finds errors in the status page ({:?}):\n{report}\n{}",
+        out.status,
+        std::fs::read_to_string(html).unwrap()
+    );
+    true
+}
+
+/// `chromium --headless ARGS URL`, its stdout; with a bound on its time.
+fn chromium(browser: &Path, profile: &Path, args: &[&str], url: &str) -> String {
+    let out = Command::new("timeout")
+        .arg("120")
+        .arg(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--window-size=1200,900",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(args)
+        .arg(url)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "chromium {args:?} failed ({:?}):\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_status_page_is_valid_html_with_tiers_and_a_chart() {
+    let site = TiersSite::new();
+    let cache_dir = site.beside("cache");
+    let cache_dir = cache_dir.to_str().unwrap();
+    let axle = Axle::start(&site.root, true, &["--cache-dir", cache_dir]);
+    for path in [
+        "/small.xml",
+        "/small.xml",
+        "/big.xml",
+        "/small.xml",
+        "/nope.xml",
+    ] {
+        axle.get(path, &[]).await;
+    }
+    let url = format!("http://{}/status", axle.admin());
+    let r = request(reqwest::Method::GET, &url, &[]).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(
+        r.header("content-type").starts_with("text/html"),
+        "{}",
+        r.header("content-type")
+    );
+    let html = r.text();
+    assert!(html.starts_with("<!DOCTYPE html>"), "{html}");
+    assert!(html.contains("<title>Axle status</title>"), "{html}");
+    assert!(html.contains("<table id=\"tiers\">"), "{html}");
+    assert!(html.contains(">memory</th>"), "{html}");
+    assert!(html.contains(">disk</th>"), "{html}");
+    assert!(html.contains("<svg"), "{html}");
+    assert!(html.contains("<polyline"), "{html}");
+    // The counters and the configuration reach the page.
+    assert!(html.contains(">hits</th>"), "{html}");
+    assert!(
+        html.contains(&site.root.display().to_string()),
+        "the root in force is on the page: {html}"
+    );
+
+    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    std::fs::create_dir_all(&out).unwrap();
+    let saved = out.join("status.html");
+    std::fs::write(&saved, &html).unwrap();
+    validate(&saved);
+
+    let Some(browser) = on_path(&["chromium", "chromium-browser", "google-chrome"]) else {
+        skip("no `chromium` on PATH to load the status page (apt-get install chromium)");
+        return;
+    };
+    let profile = tempfile::tempdir().unwrap();
+    let png = out.join("status.png");
+    let _ = std::fs::remove_file(&png);
+    let screenshot = format!("--screenshot={}", png.display());
+    let (browser2, profile2, url2) = (browser.clone(), profile.path().to_owned(), url.clone());
+    tokio::task::spawn_blocking(move || chromium(&browser2, &profile2, &[&screenshot], &url2))
+        .await
+        .unwrap();
+    let size = std::fs::metadata(&png)
+        .unwrap_or_else(|e| panic!("no screenshot at {}: {e}", png.display()))
+        .len();
+    assert!(size > 0, "an empty screenshot at {}", png.display());
+    let profile2 = profile.path().to_owned();
+    let dom =
+        tokio::task::spawn_blocking(move || chromium(&browser, &profile2, &["--dump-dom"], &url))
+            .await
+            .unwrap();
+    assert!(dom.contains("<title>Axle status</title>"), "{dom}");
+    assert!(dom.contains("id=\"tiers\""), "{dom}");
+    assert!(dom.contains("<svg"), "{dom}");
+    assert!(dom.contains("<polyline"), "{dom}");
+    eprintln!("status page screenshot: {} ({size} bytes)", png.display());
+}
