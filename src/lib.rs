@@ -18,6 +18,7 @@
 //! - [`config`]: start-up settings.
 //! - [`server`]: the server builder, the public extension API ([`Server::builder`]).
 //! - [`upstream`]: the HTTP client behind the `upstream` source provider.
+//! - [`export`]: `axle build`, a site rendered to static files through the server's handler.
 //!
 //! See `docs/ARCHITECTURE.md` for invariants and boundaries.
 #![deny(unsafe_code)]
@@ -29,6 +30,7 @@ pub mod chain;
 pub mod config;
 pub mod dynamic;
 pub mod exec;
+pub mod export;
 pub mod ffi;
 pub mod href;
 pub mod http;

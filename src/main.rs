@@ -220,6 +220,17 @@ enum Command {
         #[command(flatten)]
         limits: Box<LimitArgs>,
     },
+    /// Render every document of a site to static files under OUT, as the
+    /// server sends them (OUT/axle-manifest.json lists them; a re-run
+    /// renders only pages whose files changed; docs/operations.md).
+    Build {
+        /// The document root (its axle.toml applies).
+        #[arg(long)]
+        root: PathBuf,
+        /// The output directory (created; outside the root).
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Ask a running server's admin listener (`serve --admin ADDR`) about
     /// its cache, or tell it files changed.
     Cache {
@@ -422,6 +433,9 @@ fn main() -> ExitCode {
             }
             served
         }
+        Command::Build { root, out } => axle::export::command(&root, &out)
+            .map(|_| ())
+            .map_err(|e| e.to_string()),
         Command::Cache { action } => runtime.block_on(cache_command(action)),
         Command::Render {
             file,

@@ -326,6 +326,17 @@ impl SiteConfig {
         })
     }
 
+    /// The prefixes of the locations whose documents come from a dynamic
+    /// source (a `provider` other than `files`, or a mount): made per
+    /// request, so `axle build` skips them.
+    pub fn dynamic_prefixes(&self) -> Vec<String> {
+        self.sections
+            .iter()
+            .filter(|s| matches!(s.source, Some(Some(_))))
+            .map(|s| s.prefix.clone())
+            .collect()
+    }
+
     /// Mounts a dynamic source at its prefix, as a location's `provider`
     /// would; at the same prefix, a mount wins over the file's `provider`
     /// (the file's other settings there still apply).

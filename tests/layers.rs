@@ -94,6 +94,14 @@ const LAYERS: &[(&str, &[&str])] = &[
             "href", "provider", "cache", "ffi", "prolog",
         ],
     ),
+    // `axle build`: a built server's handler, asked for every page.
+    (
+        "export",
+        &[
+            "server", "http", "dynamic", "pipeline", "config", "pool", "exec", "site", "chain",
+            "language", "href", "provider", "cache", "ffi", "prolog",
+        ],
+    ),
 ];
 
 /// Modules that may be missing from `lib.rs` (being added elsewhere).

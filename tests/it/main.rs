@@ -4,6 +4,7 @@
 mod support;
 
 mod axkit;
+mod build;
 mod builder;
 mod cache_modes;
 mod cache_tiers;

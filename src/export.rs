@@ -1,0 +1,829 @@
+//! `axle build`: a site rendered to static files, for a CDN or a mirror.
+//!
+//! It exists so that the static copy of a site cannot drift from what the
+//! server sends: every file is the body of a GET sent through the very
+//! handler `axle serve` runs ([`crate::http::router`] on a
+//! [`Server`](crate::Server) built as `serve` builds it), with no
+//! `Accept-Encoding`, so the bytes are the server's by construction.
+//!
+//! What is written, under OUT:
+//! - every `.xml` document at its own URL, as `PATH` plus the extension of
+//!   the content type it is served as (`articles/x.xml.html`; a document
+//!   served as XML keeps its name, `feed.xml`); a directory's index
+//!   document also at the directory's URL (`articles/` →
+//!   `articles/index.html`);
+//! - every style a document's `<?xml-stylesheet?>` PIs title (alternate or
+//!   not) at `?style=NAME`, as `PATH.NAME.EXT` (`styles/index.xml.print.html`;
+//!   characters other than ASCII letters, digits, `-` and `_` in NAME become
+//!   `_`);
+//! - every other file (CSS, images) as it is served, at its own path;
+//! - `axle-manifest.json`: a JSON array of `{url, file, content_type}`, one
+//!   per file written, sorted by URL;
+//! - `.axle-build-state.json`: for each URL, the hash of the file written
+//!   and every file its response was computed from with its content hash
+//!   (the pipeline's validators, the same content hashes the server's cache
+//!   keys use). A re-run renders a URL again only when one of those files
+//!   changed, its output is missing or altered, or the site configuration
+//!   or Axle's version changed; the others are kept.
+//!
+//! Skipped: `axle.toml`, dot-files and dot-directories, symbolic links to
+//! directories, and every location with a dynamic `provider` (its documents
+//! exist only per request). Not exported: media variants and directory
+//! listings.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+
+use crate::cache::ContentHash;
+use crate::config::Freshness;
+use crate::http::App;
+use crate::provider::{Provider, ResourceKind};
+use crate::server::{BuildError, Server};
+
+/// The manifest's name in the output directory.
+pub const MANIFEST: &str = "axle-manifest.json";
+
+/// The incremental state's name in the output directory.
+pub const STATE: &str = ".axle-build-state.json";
+
+/// What can stop a build (a page answering an error is not one of these:
+/// it is listed in [`ExportError::Failed`] after every other page is done).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExportError {
+    /// The server could not be built (the configuration, the root).
+    #[error(transparent)]
+    Build(#[from] BuildError),
+    /// A file or directory could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The output directory is inside the document root (its files would be
+    /// walked, and served).
+    #[error("the output directory {out} is inside the document root {root}")]
+    OutInsideRoot {
+        /// The output directory.
+        out: PathBuf,
+        /// The root.
+        root: PathBuf,
+    },
+    /// The manifest or the state could not be written.
+    #[error("{path}: {source}")]
+    Json {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: serde_json::Error,
+    },
+    /// Some pages answered a non-2xx status (every other page was written).
+    #[error("{} page(s) failed:\n{}", .0.len(), list_failures(.0))]
+    Failed(Vec<Failure>),
+}
+
+fn list_failures(failures: &[Failure]) -> String {
+    failures
+        .iter()
+        .map(|f| format!("  {} {}: {}", f.status, f.url, f.detail))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ExportError + '_ {
+    move |source| ExportError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// A page that failed.
+#[derive(Debug, Clone)]
+pub struct Failure {
+    /// Its URL.
+    pub url: String,
+    /// The status it answered (0: it could not be written).
+    pub status: u16,
+    /// The first line of its body, or why it could not be written.
+    pub detail: String,
+}
+
+/// One manifest entry.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Entry {
+    /// The URL path (and `?style=NAME` for a style variant).
+    pub url: String,
+    /// The file, relative to the output directory, `/`-separated.
+    pub file: String,
+    /// The `Content-Type` the server sends.
+    pub content_type: String,
+}
+
+/// What a build did.
+#[derive(Debug, Default)]
+pub struct Report {
+    /// Every file written or kept.
+    pub entries: Vec<Entry>,
+    /// URLs rendered (requested) this run.
+    pub rendered: Vec<String>,
+    /// URLs whose file was kept from the previous run (nothing they came
+    /// from changed).
+    pub kept: Vec<String>,
+    /// Dynamic locations (by prefix) and files not served, skipped.
+    pub skipped: Vec<String>,
+    /// Bytes of the files written this run.
+    pub bytes: u64,
+    /// Wall-clock time.
+    pub elapsed: Duration,
+}
+
+/// The incremental state kept in [`STATE`].
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct State {
+    /// The hash of Axle's version and the site configuration's bytes: when
+    /// it differs, nothing is kept.
+    site: String,
+    pages: BTreeMap<String, PageState>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct PageState {
+    file: String,
+    content_type: String,
+    /// The hash of the file's bytes (the response's body).
+    body: String,
+    /// Every file the response came from and its content hash; None: not
+    /// known (always rendered again).
+    deps: Option<Vec<(PathBuf, String)>>,
+}
+
+/// `axle build --root ROOT --out OUT`: builds the server as `axle serve`
+/// does (the root's `axle.toml` loaded), exports it, prints progress and a
+/// summary. Runs its own multi-threaded runtime.
+pub fn command(root: &Path, out: &Path) -> Result<Report, ExportError> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(io(out))?;
+    runtime.block_on(async {
+        // One build checks each file when asked (no watcher to set up).
+        let server = Server::builder(root)
+            .configure(|c| c.freshness = Freshness::Check)
+            .build()?;
+        let terminal = std::io::stderr().is_terminal();
+        export(&server, out, terminal).await
+    })
+}
+
+/// The summary on stdout: pages, bytes, errors, time, then what was skipped.
+fn print_summary(report: &Report, errors: usize) {
+    println!(
+        "axle build: {} pages ({} rendered, {} kept), {} bytes written, {errors} errors, {:.2?}",
+        report.entries.len(),
+        report.rendered.len(),
+        report.kept.len(),
+        report.bytes,
+        report.elapsed
+    );
+    for s in &report.skipped {
+        println!("skipped {s}");
+    }
+}
+
+/// One URL to export.
+#[derive(Debug, Clone)]
+struct Job {
+    /// Percent-encoded URL path and query.
+    url: String,
+    /// The URL path alone (for the provider and the location).
+    path: String,
+    /// The output file's name before its extension (documents) or in full
+    /// (static files).
+    base: String,
+    kind: Kind,
+}
+
+#[derive(Debug, Clone)]
+enum Kind {
+    /// A document, with the style asked for.
+    Document { style: Option<String> },
+    /// A static file at this path.
+    Static(PathBuf),
+}
+
+/// What one job ended as.
+enum Done {
+    Written {
+        entry: Entry,
+        state: PageState,
+        bytes: u64,
+    },
+    Kept(Entry, PageState),
+    NotServed(String),
+    Failed(Failure),
+}
+
+struct Ctx {
+    app: Arc<App>,
+    router: axum::Router,
+    out: PathBuf,
+    previous: BTreeMap<String, PageState>,
+    /// Content hashes of files read this run (stylesheets are shared).
+    hashes: Mutex<HashMap<PathBuf, ContentHash>>,
+    /// Files claimed this run, with the URL and body hash that claimed them.
+    claimed: Mutex<HashMap<String, (String, String)>>,
+}
+
+/// Exports `server`'s site into `out` (created if missing). Progress goes
+/// to a bar on stderr when `terminal`, else one line per URL on stdout;
+/// the summary to stdout.
+/// Returns [`ExportError::Failed`] when any page answered a non-2xx status
+/// (the other pages, the manifest and the state are written first).
+pub async fn export(server: &Server, out: &Path, terminal: bool) -> Result<Report, ExportError> {
+    let started = Instant::now();
+    let app = Arc::clone(server.app());
+    let site = app.site();
+    let root = app.pipeline().provider().root().to_path_buf();
+    std::fs::create_dir_all(out).map_err(io(out))?;
+    let out = out.canonicalize().map_err(io(out))?;
+    if out.starts_with(&root) {
+        return Err(ExportError::OutInsideRoot { out, root });
+    }
+
+    let site_hash = {
+        let mut text = format!("axle {}\n", env!("CARGO_PKG_VERSION")).into_bytes();
+        if let Some(file) = site.source() {
+            text.extend(std::fs::read(file).map_err(io(file))?);
+        }
+        ContentHash::of(&text).hex(32)
+    };
+    let state_path = out.join(STATE);
+    let previous: State = std::fs::read(&state_path)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default();
+    let previous_pages = if previous.site == site_hash {
+        previous.pages
+    } else {
+        BTreeMap::new()
+    };
+
+    let mut report = Report::default();
+    let dynamic = site.dynamic_prefixes();
+    for prefix in &dynamic {
+        report
+            .skipped
+            .push(format!("{prefix} (dynamic provider: request-time only)"));
+    }
+    let mut jobs = Vec::new();
+    walk(&app, &root, &root, &mut jobs)?;
+
+    let ctx = Arc::new(Ctx {
+        router: crate::http::router(Arc::clone(&app)),
+        app,
+        out: out.clone(),
+        previous: previous_pages.clone(),
+        hashes: Mutex::default(),
+        claimed: Mutex::default(),
+    });
+    let bar = terminal.then(|| {
+        let bar = indicatif::ProgressBar::new(jobs.len() as u64);
+        if let Ok(style) = indicatif::ProgressStyle::with_template(
+            "{bar:40} {pos}/{len} pages  {per_sec}  ETA {eta}  {msg}",
+        ) {
+            bar.set_style(style);
+        }
+        bar
+    });
+    let parallel = std::thread::available_parallelism().map_or(4, |n| n.get()) * 2;
+    let permits = Arc::new(tokio::sync::Semaphore::new(parallel));
+    let mut set = tokio::task::JoinSet::new();
+    for job in jobs {
+        let ctx = Arc::clone(&ctx);
+        let permits = Arc::clone(&permits);
+        set.spawn(async move {
+            let _permit = permits.acquire_owned().await;
+            let url = job.url.clone();
+            (url, run(&ctx, job).await)
+        });
+    }
+    let mut failures = Vec::new();
+    let mut pages: BTreeMap<String, PageState> = BTreeMap::new();
+    while let Some(joined) = set.join_next().await {
+        let (url, done) = match joined {
+            Ok(pair) => pair,
+            Err(e) => (
+                String::from("?"),
+                Done::Failed(Failure {
+                    url: String::from("?"),
+                    status: 0,
+                    detail: e.to_string(),
+                }),
+            ),
+        };
+        let line = match done {
+            Done::Written {
+                entry,
+                state,
+                bytes,
+            } => {
+                report.bytes += bytes;
+                report.rendered.push(url.clone());
+                let line = format!("rendered {url} -> {}", entry.file);
+                report.entries.push(entry);
+                pages.insert(url.clone(), state);
+                line
+            }
+            Done::Kept(entry, state) => {
+                report.kept.push(url.clone());
+                let line = format!("kept {url} -> {}", entry.file);
+                report.entries.push(entry);
+                pages.insert(url.clone(), state);
+                line
+            }
+            Done::NotServed(why) => {
+                let line = format!("skipped {url}: {why}");
+                report.skipped.push(format!("{url} ({why})"));
+                line
+            }
+            Done::Failed(f) => {
+                let line = format!("FAILED {} {}: {}", f.status, f.url, f.detail);
+                failures.push(f);
+                line
+            }
+        };
+        match &bar {
+            Some(bar) => {
+                bar.set_message(url);
+                bar.inc(1);
+            }
+            None => println!("{line}"),
+        }
+    }
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+
+    // Files of the previous run that no URL produced now are removed.
+    let live: HashSet<&str> = pages.values().map(|p| p.file.as_str()).collect();
+    for old in previous_pages.values() {
+        if !live.contains(old.file.as_str()) {
+            let _ = std::fs::remove_file(out.join(&old.file));
+        }
+    }
+    report.entries.sort_by(|a, b| a.url.cmp(&b.url));
+    report.rendered.sort();
+    report.kept.sort();
+    report.skipped.sort();
+    write_json(&out.join(MANIFEST), &report.entries)?;
+    write_json(
+        &state_path,
+        &State {
+            site: site_hash,
+            pages,
+        },
+    )?;
+    report.elapsed = started.elapsed();
+    print_summary(&report, failures.len());
+    if failures.is_empty() {
+        Ok(report)
+    } else {
+        failures.sort_by(|a, b| a.url.cmp(&b.url));
+        Err(ExportError::Failed(failures))
+    }
+}
+
+fn write_json(path: &Path, value: &impl Serialize) -> Result<(), ExportError> {
+    let mut text = serde_json::to_vec_pretty(value).map_err(|source| ExportError::Json {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    text.push(b'\n');
+    std::fs::write(path, text).map_err(io(path))
+}
+
+/// URL-path characters left as they are (RFC 3986's unreserved); the rest
+/// are percent-encoded.
+const PATH_SET: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+fn encode(text: &str) -> String {
+    percent_encoding::utf8_percent_encode(text, PATH_SET).to_string()
+}
+
+/// The jobs for every file under `dir` (`rel` components joined by `/`).
+fn walk(app: &App, root: &Path, dir: &Path, jobs: &mut Vec<Job>) -> Result<(), ExportError> {
+    let site = app.site();
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .map_err(io(dir))?
+        .filter_map(Result::ok)
+        .collect();
+    entries.sort_by_key(|e| e.file_name());
+    for entry in entries {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else {
+            continue;
+        };
+        if name.starts_with('.') {
+            continue;
+        }
+        let path = entry.path();
+        if site.source() == Some(path.as_path()) || path == root.join(crate::http::CONFIG_FILE) {
+            continue;
+        }
+        let Ok(rel) = path.strip_prefix(root) else {
+            continue;
+        };
+        let rel_parts: Vec<String> = rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        let rel_text = rel_parts.join("/");
+        let url_path = format!(
+            "/{}",
+            rel_parts
+                .iter()
+                .map(|p| encode(p))
+                .collect::<Vec<_>>()
+                .join("/")
+        );
+        let file_type = entry.file_type().map_err(io(&path))?;
+        let is_dir = if file_type.is_symlink() {
+            // A link to a directory could loop: not followed.
+            if path.is_dir() {
+                continue;
+            }
+            false
+        } else {
+            file_type.is_dir()
+        };
+        if site.location(&format!("/{rel_text}")).source.is_some() {
+            continue;
+        }
+        if is_dir {
+            walk(app, root, &path, jobs)?;
+            continue;
+        }
+        let is_xml = Path::new(name)
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("xml"));
+        if !is_xml {
+            jobs.push(Job {
+                url: url_path.clone(),
+                path: url_path,
+                base: rel_text,
+                kind: Kind::Static(path),
+            });
+            continue;
+        }
+        let mut urls = vec![(url_path.clone(), rel_text.clone())];
+        // A directory's index document is also the directory's page.
+        let parent = &rel_parts[..rel_parts.len() - 1];
+        let dir_rel = parent.join("/");
+        let dir_url = if parent.is_empty() {
+            String::from("/")
+        } else {
+            format!(
+                "/{}/",
+                parent
+                    .iter()
+                    .map(|p| encode(p))
+                    .collect::<Vec<_>>()
+                    .join("/")
+            )
+        };
+        let dir_location = site.location(&format!(
+            "/{dir_rel}{}",
+            if parent.is_empty() { "" } else { "/" }
+        ));
+        if dir_location.index.as_deref() == Some(name) && !dir_location.directories {
+            let stem = Path::new(name)
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let base = if dir_rel.is_empty() {
+                stem
+            } else {
+                format!("{dir_rel}/{stem}")
+            };
+            urls.push((dir_url, base));
+        }
+        let styles = styles_of(&path);
+        for (url, base) in urls {
+            jobs.push(Job {
+                url: url.clone(),
+                path: url.clone(),
+                base: base.clone(),
+                kind: Kind::Document { style: None },
+            });
+            // The variants at the document's own URL only.
+            if base != rel_text {
+                continue;
+            }
+            for style in &styles {
+                jobs.push(Job {
+                    url: format!("{url}?style={}", encode(style)),
+                    path: url.clone(),
+                    base: format!("{base}.{}", file_safe(style)),
+                    kind: Kind::Document {
+                        style: Some(style.clone()),
+                    },
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The distinct titles of a document's stylesheet PIs (first spelling).
+fn styles_of(path: &Path) -> Vec<String> {
+    let Ok(bytes) = std::fs::read(path) else {
+        return Vec::new();
+    };
+    let Ok(prolog) = crate::prolog::scan(&bytes) else {
+        return Vec::new();
+    };
+    let mut seen = HashSet::new();
+    prolog
+        .stylesheets
+        .iter()
+        .filter_map(|pi| pi.title.clone())
+        .filter(|t| seen.insert(t.to_ascii_lowercase()))
+        .collect()
+}
+
+fn file_safe(style: &str) -> String {
+    style
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// The file extension for a content type.
+fn extension(content_type: &str) -> String {
+    let essence = content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    let known = match essence.as_str() {
+        "text/html" => "html",
+        "application/xhtml+xml" => "xhtml",
+        "image/svg+xml" => "svg",
+        "text/plain" => "txt",
+        "application/json" => "json",
+        "text/css" => "css",
+        "text/xml" | "application/xml" => "xml",
+        e if e.ends_with("+xml") => "xml",
+        e => {
+            return mime_guess::get_mime_extensions_str(e)
+                .and_then(|list| list.first())
+                .map_or_else(|| String::from("bin"), |s| (*s).to_string());
+        }
+    };
+    known.to_string()
+}
+
+/// The output file of a document page whose base name is `base`.
+fn document_file(base: &str, content_type: &str, variant: bool) -> String {
+    let ext = extension(content_type);
+    let lower = base.to_ascii_lowercase();
+    if !variant && lower.ends_with(&format!(".{ext}")) {
+        base.to_string()
+    } else {
+        format!("{base}.{ext}")
+    }
+}
+
+impl Ctx {
+    /// The content hash of the file at `path` now (ABSENT when missing).
+    fn hash_now(&self, path: &Path) -> ContentHash {
+        if let Ok(map) = self.hashes.lock() {
+            if let Some(h) = map.get(path) {
+                return *h;
+            }
+        }
+        let hash = std::fs::read(path).map_or(ContentHash::ABSENT, |b| ContentHash::of(&b));
+        if let Ok(mut map) = self.hashes.lock() {
+            map.insert(path.to_path_buf(), hash);
+        }
+        hash
+    }
+
+    /// The previous run's page for `url`, when nothing it came from changed
+    /// and its file is still as written.
+    fn unchanged(&self, url: &str) -> Option<&PageState> {
+        let page = self.previous.get(url)?;
+        let deps = page.deps.as_ref()?;
+        let fresh = deps
+            .iter()
+            .all(|(path, hash)| self.hash_now(path).hex(32) == *hash);
+        let written = std::fs::read(self.out.join(&page.file))
+            .is_ok_and(|b| ContentHash::of(&b).hex(32) == page.body);
+        (fresh && written).then_some(page)
+    }
+
+    /// The files the response for `job` comes from, as the pipeline renders
+    /// it for a GET with no headers (None: unknown or uncacheable).
+    async fn deps(&self, job: &Job) -> Option<Vec<(PathBuf, String)>> {
+        match &job.kind {
+            Kind::Static(path) => Some(vec![(path.clone(), self.hash_now(path).hex(32))]),
+            Kind::Document { style } => {
+                let located = self.app.pipeline().provider().locate(&job.path).ok()?;
+                let located = if located.kind == ResourceKind::Directory {
+                    let site = self.app.site();
+                    let location = site.location(&decoded(&job.path));
+                    let index = location.index.as_deref()?;
+                    self.app
+                        .pipeline()
+                        .provider()
+                        .locate(&format!("{}{}", job.path, encode(index)))
+                        .ok()?
+                } else {
+                    located
+                };
+                let site = self.app.site();
+                let location = site.location(&decoded(&job.path));
+                let query: Vec<(String, String)> = style
+                    .iter()
+                    .map(|s| (String::from("style"), s.clone()))
+                    .collect();
+                let chosen =
+                    crate::http::choose(&location, &::http::HeaderMap::new(), &query, None);
+                let req = crate::http::render_request_for(&location, &chosen, &query);
+                let rendered = self.app.pipeline().render(&located, &req).await.ok()?;
+                let validators = rendered.validators?;
+                Some(
+                    validators
+                        .iter()
+                        .map(|d| (d.path.clone(), d.hash.hex(32)))
+                        .collect(),
+                )
+            }
+        }
+    }
+
+    /// GET `url` through the server's handler: status, Content-Type, body.
+    async fn get(&self, url: &str) -> Result<(u16, String, Bytes), String> {
+        use http_body_util::BodyExt;
+        use tower::ServiceExt;
+        let request = ::http::Request::builder()
+            .method(::http::Method::GET)
+            .uri(url)
+            .header(::http::header::HOST, "localhost")
+            .body(axum::body::Body::empty())
+            .map_err(|e| e.to_string())?;
+        let response = match self.router.clone().oneshot(request).await {
+            Ok(r) => r,
+            Err(never) => match never {},
+        };
+        let status = response.status().as_u16();
+        let content_type = response
+            .headers()
+            .get(::http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("application/octet-stream")
+            .to_string();
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| e.to_string())?
+            .to_bytes();
+        Ok((status, content_type, body))
+    }
+}
+
+fn decoded(path: &str) -> String {
+    percent_encoding::percent_decode_str(path)
+        .decode_utf8_lossy()
+        .into_owned()
+}
+
+/// Exports one URL.
+async fn run(ctx: &Ctx, job: Job) -> Done {
+    if let Some(page) = ctx.unchanged(&job.url) {
+        let page = page.clone();
+        let claim = (job.url.clone(), page.body.clone());
+        if let Ok(mut claimed) = ctx.claimed.lock() {
+            claimed.insert(page.file.clone(), claim);
+        }
+        return Done::Kept(
+            Entry {
+                url: job.url,
+                file: page.file.clone(),
+                content_type: page.content_type.clone(),
+            },
+            page,
+        );
+    }
+    let fail = |status: u16, detail: String| {
+        Done::Failed(Failure {
+            url: job.url.clone(),
+            status,
+            detail,
+        })
+    };
+    let deps = ctx.deps(&job).await;
+    let (status, content_type, body) = match ctx.get(&job.url).await {
+        Ok(r) => r,
+        Err(e) => return fail(0, e),
+    };
+    if !(200..300).contains(&status) {
+        if let Kind::Static(_) = job.kind {
+            // A file the server does not serve (refused, or not found
+            // through its locations) is not copied.
+            return Done::NotServed(format!("not served: {status}"));
+        }
+        let first = String::from_utf8_lossy(&body[..body.len().min(300)])
+            .lines()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("")
+            .trim()
+            .to_string();
+        return fail(status, first);
+    }
+    let file = match &job.kind {
+        Kind::Static(_) => job.base.clone(),
+        Kind::Document { style } => document_file(&job.base, &content_type, style.is_some()),
+    };
+    let body_hash = ContentHash::of(&body).hex(32);
+    let clash = match ctx.claimed.lock() {
+        Ok(mut claimed) => match claimed.get(&file) {
+            Some((other, hash)) if *hash != body_hash => Some(other.clone()),
+            Some(_) => None,
+            None => {
+                claimed.insert(file.clone(), (job.url.clone(), body_hash.clone()));
+                None
+            }
+        },
+        Err(_) => None,
+    };
+    if let Some(other) = clash {
+        return fail(0, format!("{file} is written for {other} with other bytes"));
+    }
+    let target = ctx.out.join(&file);
+    if let Some(parent) = target.parent() {
+        if let Err(e) = std::fs::create_dir_all(parent) {
+            return fail(0, format!("{}: {e}", parent.display()));
+        }
+    }
+    if let Err(e) = std::fs::write(&target, &body) {
+        return fail(0, format!("{}: {e}", target.display()));
+    }
+    Done::Written {
+        entry: Entry {
+            url: job.url,
+            file: file.clone(),
+            content_type: content_type.clone(),
+        },
+        state: PageState {
+            file,
+            content_type,
+            body: body_hash,
+            deps,
+        },
+        bytes: body.len() as u64,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_are_named_by_content_type() {
+        assert_eq!(
+            document_file("a/b.xml", "text/html; charset=UTF-8", false),
+            "a/b.xml.html"
+        );
+        assert_eq!(document_file("a/b.xml", "text/xml", false), "a/b.xml");
+        assert_eq!(
+            document_file("a/b.xml.print", "text/xml", true),
+            "a/b.xml.print.xml"
+        );
+        assert_eq!(
+            document_file("a/index", "application/atom+xml", false),
+            "a/index.xml"
+        );
+        assert_eq!(file_safe("my style/2"), "my_style_2");
+    }
+}

@@ -1,0 +1,192 @@
+//! `axle build`: the samples exported to static files are byte for byte
+//! what a running `axle serve` sends for the same URLs; a re-run renders
+//! again exactly the pages an edit touched; a failing page fails the build.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Output, Stdio};
+
+use crate::support::{axle, copy_dir};
+
+/// A copy of `samples/` at `<tmp>/root`, and `<tmp>/out` for the export.
+fn samples() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("samples"),
+        &root,
+    );
+    let out = dir.path().join("out");
+    (dir, root, out)
+}
+
+fn build(root: &Path, out: &Path) -> Output {
+    axle()
+        .arg("build")
+        .arg("--root")
+        .arg(root)
+        .arg("--out")
+        .arg(out)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn build_ok(root: &Path, out: &Path) -> String {
+    let output = build(root, out);
+    assert!(
+        output.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// The URLs a build's plain output says it rendered.
+fn rendered(stdout: &str) -> BTreeSet<String> {
+    stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("rendered "))
+        .filter_map(|l| l.split(" -> ").next())
+        .map(str::to_string)
+        .collect()
+}
+
+fn manifest(out: &Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read(out.join("axle-manifest.json")).unwrap();
+    serde_json::from_slice::<serde_json::Value>(&text)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_exported_file_is_what_the_server_sends() {
+    let (_dir, root, out) = samples();
+    let stdout = build_ok(&root, &out);
+    // Dynamic locations are request-time only: skipped, and said so.
+    for prefix in ["/live", "/post", "/mirror"] {
+        assert!(stdout.contains(&format!("skipped {prefix} ")), "{stdout}");
+    }
+    let entries = manifest(&out);
+    let urls: BTreeSet<&str> = entries.iter().map(|e| e["url"].as_str().unwrap()).collect();
+    for expected in [
+        "/",
+        "/index.xml",
+        "/articles/",
+        "/articles/xml-pipelines.xml",
+        "/styles/index.xml?style=print",
+        "/css/site.css",
+    ] {
+        assert!(urls.contains(expected), "{expected} missing: {urls:?}");
+    }
+    assert!(!urls.iter().any(|u| u.starts_with("/live")
+        || u.starts_with("/post")
+        || u.starts_with("/mirror")
+        || u.contains("axle.toml")));
+
+    let (mut child, base) =
+        crate::support::serve_child(&["--listen", "127.0.0.1:0"], &root, Stdio::null());
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    for entry in &entries {
+        let url = entry["url"].as_str().unwrap();
+        let file = entry["file"].as_str().unwrap();
+        let response = client.get(format!("{base}{url}")).send().await.unwrap();
+        assert_eq!(response.status(), 200, "{url}");
+        assert_eq!(
+            response.headers()["content-type"].to_str().unwrap(),
+            entry["content_type"].as_str().unwrap(),
+            "{url}"
+        );
+        let served = response.bytes().await.unwrap();
+        let written = std::fs::read(out.join(file)).unwrap();
+        assert!(served[..] == written[..], "{url} differs from {file}");
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // Named predictably.
+    let file_of = |url: &str| {
+        entries
+            .iter()
+            .find(|e| e["url"] == url)
+            .map(|e| e["file"].as_str().unwrap().to_string())
+            .unwrap()
+    };
+    assert_eq!(file_of("/"), "index.html");
+    assert_eq!(
+        file_of("/articles/xml-pipelines.xml"),
+        "articles/xml-pipelines.xml.html"
+    );
+    assert_eq!(
+        file_of("/styles/index.xml?style=print"),
+        "styles/index.xml.print.html"
+    );
+}
+
+#[test]
+fn a_rerun_renders_exactly_the_pages_an_edit_touched() {
+    let (_dir, root, out) = samples();
+    let first = rendered(&build_ok(&root, &out));
+    assert!(first.len() > 20, "{first:?}");
+    // Nothing changed: nothing rendered.
+    assert_eq!(rendered(&build_ok(&root, &out)), BTreeSet::new());
+
+    // One document that nothing else reads.
+    let doc = root.join("nested/outer.xml");
+    let text = std::fs::read_to_string(&doc).unwrap();
+    std::fs::write(&doc, text.replace("</", "<!-- edited --></")).unwrap();
+    let again = build_ok(&root, &out);
+    assert_eq!(
+        rendered(&again),
+        BTreeSet::from(["/nested/outer.xml".to_string()]),
+        "{again}"
+    );
+    assert!(
+        !std::fs::read(out.join("nested/outer.xml.html"))
+            .unwrap()
+            .is_empty()
+    );
+
+    // A stylesheet two documents use: both, and the stylesheet's own copy.
+    let sheet = root.join("stylesheets/article.xsl");
+    let mut text = std::fs::read_to_string(&sheet).unwrap();
+    text.push_str("<!-- edited -->\n");
+    std::fs::write(&sheet, text).unwrap();
+    let again = build_ok(&root, &out);
+    assert_eq!(
+        rendered(&again),
+        BTreeSet::from(
+            [
+                "/articles/layout-by-import.xml",
+                "/articles/xml-pipelines.xml",
+                "/stylesheets/article.xsl",
+            ]
+            .map(str::to_string)
+        ),
+        "{again}"
+    );
+    // The manifest still lists every page.
+    assert_eq!(manifest(&out).len(), first.len());
+}
+
+#[test]
+fn a_failing_page_fails_the_build_and_is_listed() {
+    let (_dir, root, out) = samples();
+    std::fs::write(
+        root.join("broken.xml"),
+        "<?xml-stylesheet type=\"text/xsl\" href=\"/stylesheets/missing.xsl\"?>\n<doc/>\n",
+    )
+    .unwrap();
+    let output = build(&root, &out);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("page(s) failed"), "{stderr}");
+    assert!(stderr.contains("/broken.xml"), "{stderr}");
+    // The other pages were written all the same.
+    assert!(out.join("index.html").is_file());
+}
