@@ -42,6 +42,7 @@ pub mod provider;
 pub mod server;
 pub mod site;
 pub mod upstream;
+pub mod warm;
 
 pub use config::{CacheMode, ServeConfig};
 pub use language::{Language, Registry, Stage};

@@ -231,6 +231,25 @@ enum Command {
         #[arg(long)]
         out: PathBuf,
     },
+    /// Fill a running server's cache: request every URL of a sitemap, a
+    /// list, or every document under a root, a few at a time.
+    Warm {
+        /// The server, as `http://HOST:PORT`.
+        #[arg(long, default_value = "http://127.0.0.1:8080")]
+        server: String,
+        /// A sitemap (`<urlset><url><loc>`); each loc's path is requested.
+        #[arg(long, value_name = "FILE", group = "from")]
+        sitemap: Option<PathBuf>,
+        /// A file with one URL or URL path per line.
+        #[arg(long, value_name = "FILE", group = "from")]
+        urls: Option<PathBuf>,
+        /// Every `.xml` document under this root (the server's), at its URL.
+        #[arg(long, value_name = "DIR", group = "from")]
+        root: Option<PathBuf>,
+        /// Requests at once.
+        #[arg(long, default_value_t = 8)]
+        concurrency: usize,
+    },
     /// Ask a running server's admin listener (`serve --admin ADDR`) about
     /// its cache, or tell it files changed.
     Cache {
@@ -437,6 +456,25 @@ fn main() -> ExitCode {
             .map(|_| ())
             .map_err(|e| e.to_string()),
         Command::Cache { action } => runtime.block_on(cache_command(action)),
+        Command::Warm {
+            server,
+            sitemap,
+            urls,
+            root,
+            concurrency,
+        } => {
+            let source = match (sitemap, urls, root) {
+                (Some(f), _, _) => Ok(axle::warm::Source::Sitemap(f)),
+                (_, Some(f), _) => Ok(axle::warm::Source::List(f)),
+                (_, _, Some(d)) => Ok(axle::warm::Source::Root(d)),
+                _ => Err("name the URLs: --sitemap FILE, --urls FILE or --root DIR".to_string()),
+            };
+            source.and_then(|source| {
+                axle::warm::command(&server, &source, concurrency)
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+            })
+        }
         Command::Render {
             file,
             params,

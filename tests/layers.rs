@@ -102,6 +102,15 @@ const LAYERS: &[(&str, &[&str])] = &[
             "language", "href", "provider", "cache", "ffi", "prolog",
         ],
     ),
+    // `axle warm`: a client of the public listener; reads the root's
+    // configuration for its dynamic locations.
+    (
+        "warm",
+        &[
+            "http", "site", "language", "config", "chain", "href", "provider", "cache", "ffi",
+            "prolog", "dynamic", "exec", "upstream",
+        ],
+    ),
 ];
 
 /// Modules that may be missing from `lib.rs` (being added elsewhere).

@@ -28,3 +28,4 @@ mod security;
 mod sources;
 mod status;
 mod tiers_support;
+mod warm;
