@@ -46,6 +46,10 @@ use crate::http::App;
 use crate::provider::{Provider, ResourceKind};
 use crate::server::{BuildError, Server};
 
+mod naming;
+
+use naming::{document_file, file_safe};
+
 /// The manifest's name in the output directory.
 pub const MANIFEST: &str = "axle-manifest.json";
 
@@ -563,56 +567,6 @@ fn styles_of(path: &Path) -> Vec<String> {
         .collect()
 }
 
-fn file_safe(style: &str) -> String {
-    style
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
-}
-
-/// The file extension for a content type.
-fn extension(content_type: &str) -> String {
-    let essence = content_type
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
-    let known = match essence.as_str() {
-        "text/html" => "html",
-        "application/xhtml+xml" => "xhtml",
-        "image/svg+xml" => "svg",
-        "text/plain" => "txt",
-        "application/json" => "json",
-        "text/css" => "css",
-        "text/xml" | "application/xml" => "xml",
-        e if e.ends_with("+xml") => "xml",
-        e => {
-            return mime_guess::get_mime_extensions_str(e)
-                .and_then(|list| list.first())
-                .map_or_else(|| String::from("bin"), |s| (*s).to_string());
-        }
-    };
-    known.to_string()
-}
-
-/// The output file of a document page whose base name is `base`.
-fn document_file(base: &str, content_type: &str, variant: bool) -> String {
-    let ext = extension(content_type);
-    let lower = base.to_ascii_lowercase();
-    if !variant && lower.ends_with(&format!(".{ext}")) {
-        base.to_string()
-    } else {
-        format!("{base}.{ext}")
-    }
-}
-
 impl Ctx {
     /// The content hash of the file at `path` now (ABSENT when missing).
     fn hash_now(&self, path: &Path) -> ContentHash {
@@ -802,28 +756,5 @@ async fn run(ctx: &Ctx, job: Job) -> Done {
             deps,
         },
         bytes: body.len() as u64,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn files_are_named_by_content_type() {
-        assert_eq!(
-            document_file("a/b.xml", "text/html; charset=UTF-8", false),
-            "a/b.xml.html"
-        );
-        assert_eq!(document_file("a/b.xml", "text/xml", false), "a/b.xml");
-        assert_eq!(
-            document_file("a/b.xml.print", "text/xml", true),
-            "a/b.xml.print.xml"
-        );
-        assert_eq!(
-            document_file("a/index", "application/atom+xml", false),
-            "a/index.xml"
-        );
-        assert_eq!(file_safe("my style/2"), "my_style_2");
     }
 }
