@@ -118,6 +118,27 @@ pub struct ServeConfig {
     /// Write the process ID here once the server accepts connections
     /// (`--pid-file`); removed when it stops.
     pub pid_file: Option<PathBuf>,
+    /// The access log (`--access-log FILE|-`), off when None.
+    pub access_log: Option<AccessLogConfig>,
+}
+
+/// `--access-log` and `--access-log-format`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccessLogConfig {
+    /// The file appended to; `-` is standard output.
+    pub path: PathBuf,
+    /// How lines look.
+    pub format: AccessLogFormat,
+}
+
+/// How access log lines look.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum AccessLogFormat {
+    /// Apache's combined format, then `"X-Axle-Cache" microseconds`.
+    #[default]
+    Combined,
+    /// One JSON object per line.
+    Json,
 }
 
 /// Cache tiers registered by a program embedding Axle, in the order they
@@ -154,6 +175,7 @@ impl ServeConfig {
             admin: None,
             tiers: TierList::default(),
             pid_file: None,
+            access_log: None,
         }
     }
 }

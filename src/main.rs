@@ -207,6 +207,13 @@ enum Command {
         /// address, e.g. 127.0.0.1:9090. Off by default.
         #[arg(long, value_name = "ADDR", value_parser = parse_listen)]
         admin: Option<SocketAddr>,
+        /// Log every request to FILE (`-`: standard output): Apache's
+        /// combined format, then the X-Axle-Cache value and microseconds.
+        #[arg(long, value_name = "FILE")]
+        access_log: Option<PathBuf>,
+        /// The access log's lines: `combined` or `json` (one object each).
+        #[arg(long, value_enum, default_value_t = axle::config::AccessLogFormat::Combined)]
+        access_log_format: axle::config::AccessLogFormat,
         /// Write the process ID to FILE once every listener is bound (the
         /// server is ready); removed when it stops.
         #[arg(long, value_name = "FILE")]
@@ -415,6 +422,8 @@ fn main() -> ExitCode {
             cache_dir_size,
             admin,
             pid_file,
+            access_log,
+            access_log_format,
             config: site_file,
             dtds,
             limits,
@@ -432,6 +441,10 @@ fn main() -> ExitCode {
             config.cache_dir_size = cache_dir_size;
             config.admin = admin;
             config.pid_file = pid_file;
+            config.access_log = access_log.map(|path| axle::config::AccessLogConfig {
+                path,
+                format: access_log_format,
+            });
             let mut builder = axle::Server::builder(&config.root)
                 .config(config)
                 // The flags win over the file's [limits].

@@ -75,8 +75,10 @@ pub(super) fn hot_wire(app: &App, head: &conn::Head<'_>) -> conn::Fast {
     if tracing::enabled!(tracing::Level::DEBUG) {
         return conn::Fast::Pass;
     }
-    // One hit in 16 per thread is timed (two clock reads).
-    let started = super::metrics::RequestMetrics::sample_hit().then(std::time::Instant::now);
+    // One hit in 16 per thread is timed (two clock reads); every one when
+    // the access log says how long it took.
+    let sampled = super::metrics::RequestMetrics::sample_hit();
+    let started = (sampled || app.access_log.is_some()).then(std::time::Instant::now);
     let Some((key, location)) = hot_memo_key(app, head.method, head.path, head.query, head) else {
         return conn::Fast::Missed;
     };
@@ -96,11 +98,29 @@ pub(super) fn hot_wire(app: &App, head: &conn::Head<'_>) -> conn::Fast {
         return conn::Fast::Pass;
     };
     let not_modified = chosen.not_modified;
-    app.metrics.wire_hit(
-        *head.method == Method::HEAD,
-        not_modified,
-        started.map(|t| t.elapsed()),
-    );
+    let head_only = *head.method == Method::HEAD;
+    let took = started.map(|t| t.elapsed());
+    app.metrics
+        .wire_hit(head_only, not_modified, took.filter(|_| sampled));
+    let untransformed = rendered.cache == crate::pipeline::CacheStatus::Untransformed;
+    if let Some(log) = &app.access_log {
+        log.log(&super::access_log::Line {
+            peer: head.peer,
+            method: head.method.as_str(),
+            path: head.path,
+            query: head.query,
+            status: if not_modified { 304 } else { 200 },
+            bytes: if not_modified || head_only {
+                0
+            } else {
+                chosen.body.len() as u64
+            },
+            referer: conn::Headers::first(head, &header::REFERER),
+            user_agent: conn::Headers::first(head, &header::USER_AGENT),
+            cache: if untransformed { "none" } else { "hit" },
+            took: took.unwrap_or_default(),
+        });
+    }
     let fields = match chosen.encoding {
         None if not_modified => lines.lines.slice(..lines.not_modified_end),
         None => lines.lines.clone(),
@@ -109,9 +129,10 @@ pub(super) fn hot_wire(app: &App, head: &conn::Head<'_>) -> conn::Fast {
     conn::Fast::Answer(conn::Wire {
         not_modified,
         fields,
-        more: match rendered.cache {
-            crate::pipeline::CacheStatus::Untransformed => b"x-axle-cache: none\r\n",
-            _ => b"x-axle-cache: hit\r\n",
+        more: if untransformed {
+            b"x-axle-cache: none\r\n"
+        } else {
+            b"x-axle-cache: hit\r\n"
         },
         body: chosen.body,
     })

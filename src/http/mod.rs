@@ -3,6 +3,7 @@
 //! Knows nothing of libxslt: it calls the pipeline and maps its errors once
 //! (`error`).
 
+mod access_log;
 pub mod admin;
 mod charset;
 mod choose;
@@ -66,6 +67,8 @@ pub struct App {
     statics: statics::StaticVariants,
     /// Requests by method and status, latency histograms.
     metrics: metrics::RequestMetrics,
+    /// The access log, when configured.
+    access_log: Option<access_log::AccessLog>,
 }
 
 impl App {
@@ -105,6 +108,11 @@ impl App {
             // A sixteenth of the memory budget for static files' variants.
             statics: statics::StaticVariants::new((config.cache_size / 16).max(1 << 20)),
             metrics: metrics::RequestMetrics::new().map_err(std::io::Error::other)?,
+            access_log: config
+                .access_log
+                .as_ref()
+                .map(access_log::AccessLog::open)
+                .transpose()?,
         }))
     }
 
@@ -232,6 +240,22 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
     // microseconds, and a per-request span was a measurable share of it).
     let started = std::time::Instant::now();
     let method = request.method().clone();
+    // What the access log needs of the request, taken before it is
+    // consumed (only when there is a log).
+    let for_log = app.access_log.as_ref().map(|_| {
+        let h = request.headers();
+        let text = |name| {
+            h.get(name)
+                .and_then(|v: &HeaderValue| v.to_str().ok())
+                .map(String::from)
+        };
+        (
+            request.extensions().get::<conn::Peer>().map(|p| p.0),
+            request.uri().clone(),
+            text(axum::http::header::REFERER),
+            text(axum::http::header::USER_AGENT),
+        )
+    });
     let logged = tracing::enabled!(tracing::Level::DEBUG)
         .then(|| (request.method().clone(), request.uri().clone()));
     // The request's own shape (Host, target form and size, header count,
@@ -272,8 +296,31 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
             .get(document::CACHE_HEADER)
             .map(HeaderValue::as_bytes),
     );
+    let took = started.elapsed();
     app.metrics
-        .response(&method, response.status().as_u16(), kind, started.elapsed());
+        .response(&method, response.status().as_u16(), kind, took);
+    if let (Some(log), Some((peer, uri, referer, user_agent))) = (&app.access_log, &for_log) {
+        let cache = response
+            .headers()
+            .get(document::CACHE_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        let bytes = http_body::Body::size_hint(response.body())
+            .exact()
+            .unwrap_or(0);
+        log.log(&access_log::Line {
+            peer: *peer,
+            method: method.as_str(),
+            path: uri.path(),
+            query: uri.query().unwrap_or(""),
+            status: response.status().as_u16(),
+            bytes: if method == Method::HEAD { 0 } else { bytes },
+            referer: referer.as_deref(),
+            user_agent: user_agent.as_deref(),
+            cache,
+            took,
+        });
+    }
     response
 }
 

@@ -3,6 +3,7 @@
 
 mod support;
 
+mod access_log;
 mod axkit;
 mod build;
 mod builder;

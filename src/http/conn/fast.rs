@@ -32,6 +32,8 @@ pub struct Head<'a> {
     /// The query string without its `?` (empty when there is none).
     pub query: &'a str,
     pub(super) fields: &'a [httparse::Header<'a>],
+    /// The client's address (None where there is no socket: benchmarks).
+    pub peer: Option<std::net::SocketAddr>,
 }
 
 /// What the fast path did with a request.
@@ -50,6 +52,11 @@ pub enum Fast {
 /// Marks a request the fast path looked up and missed ([`Fast::Missed`]).
 #[derive(Debug, Clone, Copy)]
 pub struct FastMissed;
+
+/// The client's address, in a request's extensions (both connection
+/// paths put it there; the access log reads it).
+#[derive(Debug, Clone, Copy)]
+pub struct Peer(pub std::net::SocketAddr);
 
 /// Request header lookup, over an `http::HeaderMap` or a [`Head`] alike.
 pub trait Headers {

@@ -45,8 +45,10 @@ use crate::config::HttpLimits;
 /// Serves the rest of the connection with hyper, replaying `read` (the
 /// bytes this loop read and did not answer, a head begun at `head_since`)
 /// first. `_held` keeps the connection counted until it closes.
+#[allow(clippy::too_many_arguments)]
 pub(super) async fn hand_off<S>(
     stream: TcpStream,
+    peer: std::net::SocketAddr,
     read: Bytes,
     service: S,
     limits: HttpLimits,
@@ -66,8 +68,9 @@ pub(super) async fn hand_off<S>(
     let answered = Arc::clone(&activity);
     // HTTP/1.1's rules on Host and the target's form, as the own loop
     // applies them.
-    let checked = tower::service_fn(move |r: Request| {
+    let checked = tower::service_fn(move |mut r: Request| {
         let service = service.clone();
+        r.extensions_mut().insert(super::Peer(peer));
         async move {
             let hosts = r.headers().get_all(header::HOST).iter().count();
             if let Err(e) = wire_rules(r.method(), r.version(), r.uri(), hosts) {

@@ -35,7 +35,7 @@ mod hand_off;
 mod parse;
 mod write;
 
-pub use fast::{Fast, FastMissed, Head, Headers, Wire};
+pub use fast::{Fast, FastMissed, Head, Headers, Peer, Wire};
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -160,10 +160,11 @@ where
             }
         };
         match accepted {
-            Ok((stream, _)) => {
+            Ok((stream, peer)) => {
                 failures.accepted();
                 connections.spawn(connection(
                     stream,
+                    peer,
                     service.clone(),
                     fast.clone(),
                     limits.http,
@@ -264,6 +265,7 @@ impl AcceptFailures {
 /// the connection counted in `max_connections` until it closes.
 async fn connection<S, F>(
     mut stream: TcpStream,
+    peer: std::net::SocketAddr,
     service: S,
     fast: F,
     limits: HttpLimits,
@@ -289,7 +291,7 @@ async fn connection<S, F>(
         // Answer every complete request already read (pipelining).
         let mut answered = false;
         loop {
-            let (close, written) = match parse(&mut unread, &fast, &limits) {
+            let (close, written) = match parse(&mut unread, &fast, &limits, Some(peer)) {
                 Parsed::Wire(wire, head_only, close) => {
                     let close = close || *stopped.borrow();
                     let written = write_wire(
@@ -348,8 +350,10 @@ async fn connection<S, F>(
                 Parsed::Partial => break,
                 Parsed::HandOff => {
                     let head_since = head_since.unwrap_or_else(Instant::now);
-                    return hand_off(stream, unread, service, limits, head_since, stopped, held)
-                        .await;
+                    return hand_off(
+                        stream, peer, unread, service, limits, head_since, stopped, held,
+                    )
+                    .await;
                 }
             };
             answered = true;
@@ -463,7 +467,7 @@ where
     F: Fn(&Head<'_>) -> Fast,
 {
     let mut unread = request;
-    match parse(&mut unread, fast, &HttpLimits::default()) {
+    match parse(&mut unread, fast, &HttpLimits::default(), None) {
         Parsed::Wire(wire, head_only, close) => {
             // `wire_head` gives back the whole body or none of it.
             let sent = wire_head(head, &wire, head_only, close).len();

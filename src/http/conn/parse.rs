@@ -85,7 +85,12 @@ pub(super) enum Parsed {
 /// Parses the request at the start of `unread`. A complete one this loop
 /// serves is consumed from `unread`: answered by `fast`, or built into a
 /// request whose URI and header values share its bytes.
-pub(super) fn parse<F>(unread: &mut Bytes, fast: &F, limits: &HttpLimits) -> Parsed
+pub(super) fn parse<F>(
+    unread: &mut Bytes,
+    fast: &F,
+    limits: &HttpLimits,
+    peer: Option<std::net::SocketAddr>,
+) -> Parsed
 where
     F: Fn(&Head<'_>) -> Fast,
 {
@@ -159,6 +164,7 @@ where
             path: plain_path,
             query,
             fields: req.headers,
+            peer,
         };
         match fast(&head) {
             Fast::Answer(wire) => {
@@ -192,6 +198,9 @@ where
     *request.headers_mut() = headers;
     if missed {
         request.extensions_mut().insert(FastMissed);
+    }
+    if let Some(peer) = peer {
+        request.extensions_mut().insert(super::Peer(peer));
     }
     unread.advance(len);
     Parsed::Request(request, close)

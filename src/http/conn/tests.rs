@@ -237,6 +237,7 @@ fn a_head_and_a_header_map_give_the_same_values() {
         path: "/",
         query: "",
         fields: req.headers,
+        peer: None,
     };
     let mut map = HeaderMap::new();
     for h in head.fields {
