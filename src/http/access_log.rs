@@ -8,10 +8,9 @@
 
 use std::cell::RefCell;
 use std::fmt::Write as _;
-use std::io::Write as _;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 pub use crate::config::{AccessLogConfig as Settings, AccessLogFormat as Format};
@@ -41,15 +40,50 @@ pub struct Line<'a> {
     pub took: Duration,
 }
 
-/// Lines waiting for the writer at most.
-const QUEUE: usize = 16_384;
+/// Bytes of lines waiting for the writer at most (past it, lines are
+/// dropped and counted).
+const MAX_PENDING: usize = 8 << 20;
 
-/// The log: a queue to one writer thread.
+/// How often the writer writes what has gathered.
+const WRITE_EVERY: Duration = Duration::from_millis(50);
+
+/// The log: lines gathered in one buffer, written by one thread every
+/// [`WRITE_EVERY`] (no wake-up per line: a hit pays for formatting its
+/// line and one uncontended lock).
 #[derive(Debug)]
 pub struct AccessLog {
     format: Format,
-    queue: SyncSender<String>,
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    pending: Mutex<Vec<u8>>,
+    out: Mutex<Box<dyn std::io::Write + Send>>,
     dropped: AtomicU64,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared").finish_non_exhaustive()
+    }
+}
+
+impl Shared {
+    /// Writes what has gathered.
+    fn write_pending(&self) {
+        let lines = match self.pending.lock() {
+            Ok(mut p) => std::mem::take(&mut *p),
+            Err(_) => return,
+        };
+        if lines.is_empty() {
+            return;
+        }
+        if let Ok(mut out) = self.out.lock()
+            && out.write_all(&lines).and_then(|()| out.flush()).is_err()
+        {
+            tracing::error!("the access log cannot be written; lines are lost");
+        }
+    }
 }
 
 impl AccessLog {
@@ -71,55 +105,66 @@ impl AccessLog {
                     })?,
             ),
         };
-        let (queue, lines) = std::sync::mpsc::sync_channel(QUEUE);
+        let shared = Arc::new(Shared {
+            pending: Mutex::new(Vec::with_capacity(64 << 10)),
+            out: Mutex::new(out),
+            dropped: AtomicU64::new(0),
+        });
+        let weak = Arc::downgrade(&shared);
         std::thread::Builder::new()
             .name("axle-access-log".into())
-            .spawn(move || writer(lines, out))?;
+            .spawn(move || {
+                loop {
+                    std::thread::sleep(WRITE_EVERY);
+                    let Some(shared) = weak.upgrade() else { return };
+                    shared.write_pending();
+                }
+            })?;
         Ok(AccessLog {
             format: settings.format,
-            queue,
-            dropped: AtomicU64::new(0),
+            shared,
         })
     }
 
-    /// Logs `line` (dropped, and counted, when the writer is behind).
+    /// Logs `line` (dropped, and counted, when the writer is behind by
+    /// [`MAX_PENDING`] bytes).
     pub fn log(&self, line: &Line<'_>) {
-        let text = match self.format {
-            Format::Combined => combined(line),
-            Format::Json => json(line),
-        };
-        if let Err(TrySendError::Full(_)) = self.queue.try_send(text) {
-            let n = self.dropped.fetch_add(1, Ordering::Relaxed);
-            if n.is_power_of_two() {
-                tracing::warn!(
-                    dropped = n + 1,
-                    "the access log's writer is behind: lines dropped"
-                );
+        LINE.with(|buf| {
+            let Ok(mut buf) = buf.try_borrow_mut() else {
+                return;
+            };
+            buf.clear();
+            match self.format {
+                Format::Combined => combined(&mut buf, line),
+                Format::Json => json(&mut buf, line),
             }
-        }
+            let Ok(mut pending) = self.shared.pending.lock() else {
+                return;
+            };
+            if pending.len() + buf.len() > MAX_PENDING {
+                drop(pending);
+                let n = self.shared.dropped.fetch_add(1, Ordering::Relaxed);
+                if n.is_power_of_two() {
+                    tracing::warn!(
+                        dropped = n + 1,
+                        "the access log's writer is behind: lines dropped"
+                    );
+                }
+                return;
+            }
+            pending.extend_from_slice(buf.as_bytes());
+        });
+    }
+
+    /// Writes every line gathered so far (at shutdown).
+    pub fn flush(&self) {
+        self.shared.write_pending();
     }
 }
 
-/// Writes lines as they come, flushing whenever the queue is empty for a
-/// moment (and at the end).
-fn writer(lines: Receiver<String>, out: Box<dyn std::io::Write + Send>) {
-    let mut out = std::io::BufWriter::with_capacity(64 << 10, out);
-    loop {
-        match lines.recv_timeout(Duration::from_millis(100)) {
-            Ok(line) => {
-                if out.write_all(line.as_bytes()).is_err() {
-                    tracing::error!("the access log cannot be written; lines are lost");
-                }
-            }
-            Err(RecvTimeoutError::Timeout) => {
-                let _ = out.flush();
-            }
-            Err(RecvTimeoutError::Disconnected) => {
-                let _ = out.flush();
-                return;
-            }
-        }
-    }
+thread_local! {
+    /// The line being formatted, reused.
+    static LINE: RefCell<String> = const { RefCell::new(String::new()) };
 }
 
 thread_local! {
@@ -128,8 +173,8 @@ thread_local! {
     static NOW: RefCell<(u64, String)> = const { RefCell::new((u64::MAX, String::new())) };
 }
 
-/// Now as Apache's `%t`: `[02/Dec/2026:17:49:40 +0000]`.
-fn now_apache() -> String {
+/// Appends now as Apache's `%t` has it (`02/Dec/2026:17:49:40 +0000`).
+fn push_now(out: &mut String) {
     let now = SystemTime::now();
     let secs = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
     NOW.with(|cell| {
@@ -144,7 +189,7 @@ fn now_apache() -> String {
             };
             cell.0 = secs;
         }
-        cell.1.clone()
+        out.push_str(&cell.1);
     })
 }
 
@@ -163,9 +208,8 @@ fn escaped(out: &mut String, text: &str) {
     }
 }
 
-/// A combined-format line, then `"CACHE" MICROSECONDS`.
-fn combined(l: &Line<'_>) -> String {
-    let mut s = String::with_capacity(192 + l.path.len() + l.query.len());
+/// A combined-format line, then `"CACHE" MICROSECONDS`, appended to `s`.
+fn combined(s: &mut String, l: &Line<'_>) {
     match l.peer {
         Some(p) => {
             let _ = write!(s, "{}", p.ip());
@@ -173,14 +217,14 @@ fn combined(l: &Line<'_>) -> String {
         None => s.push('-'),
     }
     s.push_str(" - - [");
-    s.push_str(&now_apache());
+    push_now(s);
     s.push_str("] \"");
-    escaped(&mut s, l.method);
+    escaped(s, l.method);
     s.push(' ');
-    escaped(&mut s, l.path);
+    escaped(s, l.path);
     if !l.query.is_empty() {
         s.push('?');
-        escaped(&mut s, l.query);
+        escaped(s, l.query);
     }
     let _ = write!(s, " HTTP/1.1\" {} ", l.status);
     if l.bytes == 0 {
@@ -191,19 +235,18 @@ fn combined(l: &Line<'_>) -> String {
     for field in [l.referer, l.user_agent] {
         s.push_str(" \"");
         match field {
-            Some(v) => escaped(&mut s, v),
+            Some(v) => escaped(s, v),
             None => s.push('-'),
         }
         s.push('"');
     }
     s.push_str(" \"");
-    escaped(&mut s, if l.cache.is_empty() { "-" } else { l.cache });
+    escaped(s, if l.cache.is_empty() { "-" } else { l.cache });
     let _ = writeln!(s, "\" {}", l.took.as_micros());
-    s
 }
 
-/// A JSON line.
-fn json(l: &Line<'_>) -> String {
+/// A JSON line, appended to `out`.
+fn json(out: &mut String, l: &Line<'_>) {
     #[derive(serde::Serialize)]
     struct J<'a> {
         time: String,
@@ -231,9 +274,10 @@ fn json(l: &Line<'_>) -> String {
         cache: l.cache,
         micros: l.took.as_micros(),
     };
-    let mut s = serde_json::to_string(&j).unwrap_or_default();
-    s.push('\n');
-    s
+    if let Ok(text) = serde_json::to_string(&j) {
+        out.push_str(&text);
+        out.push('\n');
+    }
 }
 
 #[cfg(test)]
@@ -257,7 +301,8 @@ mod tests {
 
     #[test]
     fn combined_lines_are_apaches_with_the_cache_and_time_after() {
-        let text = combined(&line());
+        let mut text = String::new();
+        combined(&mut text, &line());
         let re = regex::Regex::new(
             r#"^127\.0\.0\.1 - - \[\d\d/[A-Z][a-z]{2}/\d{4}:\d\d:\d\d:\d\d \+0000\] "GET /a b\\"\.xml\?style=print HTTP/1\.1" 200 1234 "-" "curl/8 \\xc3\\xa9" "hit; tier=disk" 42\n$"#,
         )
@@ -267,7 +312,9 @@ mod tests {
 
     #[test]
     fn json_lines_parse() {
-        let v: serde_json::Value = serde_json::from_str(json(&line()).trim_end()).unwrap();
+        let mut text = String::new();
+        json(&mut text, &line());
+        let v: serde_json::Value = serde_json::from_str(text.trim_end()).unwrap();
         assert_eq!(v["status"], 200);
         assert_eq!(v["cache"], "hit; tier=disk");
         assert_eq!(v["micros"], 42);

@@ -116,6 +116,13 @@ impl App {
         }))
     }
 
+    /// Writes the access log's gathered lines now (at shutdown).
+    pub fn flush_access_log(&self) {
+        if let Some(log) = &self.access_log {
+            log.flush();
+        }
+    }
+
     /// The pipeline (for counters and tests).
     pub fn pipeline(&self) -> &Pipeline {
         &self.pipeline

@@ -142,7 +142,7 @@ pub async fn serve_app(app: Arc<App>, config: &ServeConfig) -> std::io::Result<(
         others.push(handle);
     }
     let mut stopped = stopped.clone();
-    let served = serve_on(listener, app, async move {
+    let served = serve_on(listener, Arc::clone(&app), async move {
         let _ = stopped.wait_for(|s| *s).await;
     })
     .await;
@@ -153,6 +153,7 @@ pub async fn serve_app(app: Arc<App>, config: &ServeConfig) -> std::io::Result<(
             Err(_) => tracing::error!("an I/O thread panicked"),
         }
     }
+    app.flush_access_log();
     drop(pid_file);
     served
 }
