@@ -111,38 +111,46 @@ pub struct TierDoc {
     pub stats: crate::cache::TierStats,
 }
 
+/// Every tier of `app`'s store, memory first, with the hits it answered
+/// (memory: rendered hits; the hot memo's are counted apart) and the
+/// entries rejected on load (the store's count for lower tiers, or the
+/// tier's own when larger). `/stats` and `/metrics` both read this.
+pub fn tiers_of(app: &App) -> Vec<TierDoc> {
+    let pipeline = app.pipeline();
+    let store = pipeline.store();
+    let lower = store.lower_counts();
+    let counts = |name: &str| {
+        lower
+            .iter()
+            .find(|(n, _, _)| *n == name)
+            .map(|(_, h, r)| (*h, *r))
+    };
+    store
+        .tier_stats()
+        .into_iter()
+        .map(|(name, stats)| {
+            let (hits, rejected) = match name {
+                "memory" => (pipeline.stats().hits.load(Ordering::Relaxed), 0),
+                _ => counts(name).unwrap_or((0, 0)),
+            };
+            TierDoc {
+                name: name.to_string(),
+                hits,
+                stats: crate::cache::TierStats {
+                    rejected: stats.rejected.max(rejected),
+                    ..stats
+                },
+            }
+        })
+        .collect()
+}
+
 /// The stats of `app` now.
 pub fn stats_of(app: &App, uptime: std::time::Duration) -> StatsDoc {
     let pipeline = app.pipeline();
     let s = pipeline.stats();
-    let store = pipeline.store();
-    let lower = store.lower_counts();
     let memory_hits = s.hits.load(Ordering::Relaxed);
-    let tiers: Vec<TierDoc> = store
-        .tier_stats()
-        .into_iter()
-        .map(|(name, stats)| TierDoc {
-            name: name.to_string(),
-            hits: match name {
-                "memory" => memory_hits,
-                _ => lower
-                    .iter()
-                    .filter(|(n, _, _)| *n == name)
-                    .map(|(_, h, _)| h)
-                    .sum(),
-            },
-            stats: crate::cache::TierStats {
-                rejected: stats.rejected.max(
-                    lower
-                        .iter()
-                        .filter(|(n, _, _)| *n == name)
-                        .map(|(_, _, r)| *r)
-                        .sum(),
-                ),
-                ..stats
-            },
-        })
-        .collect();
+    let tiers = tiers_of(app);
     StatsDoc {
         hits: s.all_hits(),
         misses: s.misses.load(Ordering::Relaxed),

@@ -164,7 +164,6 @@ pub async fn exposition(app: &App) -> Result<String, prometheus::Error> {
     let scrape = Registry::new();
     let pipeline = app.pipeline();
     let stats = pipeline.stats();
-    let store = pipeline.store();
 
     let requests = IntCounterVec::new(
         Opts::new(
@@ -238,7 +237,10 @@ pub async fn exposition(app: &App) -> Result<String, prometheus::Error> {
     )?;
 
     let tier_hits = IntCounterVec::new(
-        Opts::new("axle_tier_hits_total", "Hits answered, by tier"),
+        Opts::new(
+            "axle_tier_hits_total",
+            "Rendered hits answered, by tier (the hot memo's are in axle_cache_hits_total only)",
+        ),
         &["tier"],
     )?;
     let tier_evictions = IntCounterVec::new(
@@ -260,29 +262,21 @@ pub async fn exposition(app: &App) -> Result<String, prometheus::Error> {
         Opts::new("axle_tier_entries", "Entries held, by tier"),
         &["tier"],
     )?;
-    let lower = store.lower_counts();
-    for (name, t) in store.tier_stats() {
-        let (hits, rejected) = match name {
-            "memory" => (
-                stats.hits.load(Ordering::Relaxed) + stats.hot_hits.get(),
-                t.rejected,
-            ),
-            _ => lower
-                .iter()
-                .find(|(n, _, _)| *n == name)
-                .map_or((0, t.rejected), |(_, h, r)| (*h, t.rejected.max(*r))),
-        };
-        tier_hits.with_label_values(&[name]).inc_by(hits);
+    for t in super::admin::tiers_of(app) {
+        let name = t.name.as_str();
+        tier_hits.with_label_values(&[name]).inc_by(t.hits);
         tier_evictions
             .with_label_values(&[name])
-            .inc_by(t.evictions);
-        tier_rejected.with_label_values(&[name]).inc_by(rejected);
+            .inc_by(t.stats.evictions);
+        tier_rejected
+            .with_label_values(&[name])
+            .inc_by(t.stats.rejected);
         tier_bytes
             .with_label_values(&[name])
-            .set(i64::try_from(t.bytes).unwrap_or(i64::MAX));
+            .set(i64::try_from(t.stats.bytes).unwrap_or(i64::MAX));
         tier_entries
             .with_label_values(&[name])
-            .set(i64::try_from(t.entries).unwrap_or(i64::MAX));
+            .set(i64::try_from(t.stats.entries).unwrap_or(i64::MAX));
     }
     scrape.register(Box::new(tier_hits))?;
     scrape.register(Box::new(tier_evictions))?;

@@ -339,6 +339,19 @@ pub(super) mod tests {
         Key::from_bytes([7; 32])
     }
 
+    /// An entry with every optional field absent, an empty body, no deps.
+    pub(crate) fn bare() -> Entry {
+        Entry {
+            bytes: Bytes::new(),
+            hash: ContentHash::of(b""),
+            elided: false,
+            content_type: None,
+            deps: Vec::new().into(),
+            url: None,
+            variants: Default::default(),
+        }
+    }
+
     pub(crate) fn sample() -> Entry {
         entry_of(b"<html>hello</html>", Some("/docs/a.xml"))
     }
@@ -385,15 +398,7 @@ pub(super) mod tests {
         let header = decode_header(&key(), &file, file.len() as u64).unwrap();
         assert_eq!(header.url.as_deref(), Some("/docs/a.xml"));
         // And with every optional field absent, an empty body, no deps.
-        let bare = Entry {
-            bytes: Bytes::new(),
-            hash: ContentHash::of(b""),
-            elided: false,
-            content_type: None,
-            deps: Vec::new().into(),
-            url: None,
-            variants: Default::default(),
-        };
+        let bare = bare();
         let back = decode(&key(), Bytes::from(encode(&key(), &bare))).unwrap();
         assert!(same(&bare, &back));
     }

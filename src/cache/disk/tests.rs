@@ -6,7 +6,6 @@ use std::task::{Context, Poll, Waker};
 use proptest::prelude::*;
 
 use super::*;
-use crate::cache::ContentHash;
 
 /// Runs a tier future outside any runtime: every one completes on its
 /// first poll there (reads and purges run inline).
@@ -57,15 +56,7 @@ fn every_field_round_trips_and_survives_a_restart() {
     assert_eq!(tier.name(), "disk");
     assert_eq!(tier.dir(), dir.path());
     let e = entry(b"<html>x</html>", Some("/docs/x.xml"));
-    let bare = Arc::new(Entry {
-        bytes: Bytes::new(),
-        hash: ContentHash::of(b""),
-        elided: false,
-        content_type: None,
-        deps: Vec::new().into(),
-        url: None,
-        variants: Default::default(),
-    });
+    let bare = Arc::new(format::tests::bare());
     now(tier.put(key(1), Arc::clone(&e)));
     now(tier.put(key(2), Arc::clone(&bare)));
     tier.flush();
