@@ -112,14 +112,25 @@ const MEDIA_TYPES: [&str; 9] = [
 /// on commas, each cut at its first character outside `[A-Za-z0-9-]` and
 /// kept only if it is a known media type; `all` matches every media.
 fn media_matches(pi: &StylesheetPi, media: &str) -> bool {
+    media_tokens(pi).any(|token| token == media || token == "all")
+}
+
+/// Does a PI's `media` name `media` itself (not through `all`)? `axle
+/// build` exports a media variant of a document only when one does.
+pub(crate) fn names_media(pi: &StylesheetPi, media: &str) -> bool {
+    media_tokens(pi).any(|token| token == media)
+}
+
+/// The known media types a PI's `media` lists (default `screen`).
+fn media_tokens(pi: &StylesheetPi) -> impl Iterator<Item = &str> {
     let attr = pi.media.as_deref().unwrap_or("screen");
-    attr.split(',').any(|token| {
+    attr.split(',').filter_map(|token| {
         let token = token.trim();
         let end = token
             .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
             .unwrap_or(token.len());
         let token = &token[..end];
-        MEDIA_TYPES.contains(&token) && (token == media || token == "all")
+        MEDIA_TYPES.contains(&token).then_some(token)
     })
 }
 

@@ -16,6 +16,15 @@
 //!   not) at `?style=NAME`, as `PATH.NAME.EXT` (`styles/index.xml.print.html`;
 //!   characters other than ASCII letters, digits, `-` and `_` in NAME become
 //!   `_`);
+//! - every media variant a client can be given: for each media that one of
+//!   the location's `media-rules` chooses (other than the location's own
+//!   `media`) and that one of the document's PIs or the location's
+//!   processors names, the page (and each style) as a client whose headers
+//!   chose that media gets it, as `PATH[.NAME].media-MEDIA.EXT`
+//!   (`a.xml.media-handheld.html`); its manifest entry has the same `url`
+//!   and a `media` field;
+//! - every directory listing (a location with `directories = true`) at its
+//!   URL, as `DIR/index.EXT` (`docs/index.html`);
 //! - every other file (CSS, images) as it is served, at its own path;
 //! - `axle-manifest.json`: a JSON array of `{url, file, content_type}`, one
 //!   per file written, sorted by URL;
@@ -28,8 +37,7 @@
 //!
 //! Skipped: `axle.toml`, dot-files and dot-directories, symbolic links to
 //! directories, and every location with a dynamic `provider` (its documents
-//! exist only per request). Not exported: media variants and directory
-//! listings.
+//! exist only per request).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::IsTerminal;
@@ -129,6 +137,10 @@ pub struct Entry {
     pub file: String,
     /// The `Content-Type` the server sends.
     pub content_type: String,
+    /// The media the page was rendered for, for a media variant (its URL is
+    /// the page's own; a client's headers choose it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub media: Option<String>,
 }
 
 /// What a build did.
@@ -215,10 +227,35 @@ struct Job {
     kind: Kind,
 }
 
+impl Job {
+    /// What the job is known by in the state, the report and the progress
+    /// lines: its URL, and the media of a media variant.
+    fn id(&self) -> String {
+        match &self.kind {
+            Kind::Document {
+                media: Some(media), ..
+            } => format!("{} [media={media}]", self.url),
+            _ => self.url.clone(),
+        }
+    }
+
+    fn media(&self) -> Option<&str> {
+        match &self.kind {
+            Kind::Document { media, .. } => media.as_deref(),
+            Kind::Static(_) => None,
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 enum Kind {
-    /// A document, with the style asked for.
-    Document { style: Option<String> },
+    /// A document (or a directory listing), with the style asked for and
+    /// the media it is rendered for (None: what a request with no headers
+    /// gets).
+    Document {
+        style: Option<String>,
+        media: Option<String>,
+    },
     /// A static file at this path.
     Static(PathBuf),
 }
@@ -288,6 +325,9 @@ pub async fn export(server: &Server, out: &Path, terminal: bool) -> Result<Repor
             .push(format!("{prefix} (dynamic provider: request-time only)"));
     }
     let mut jobs = Vec::new();
+    if site.location("/").directories {
+        jobs.push(listing_job(String::from("/"), String::from("index")));
+    }
     walk(&app, &root, &root, &mut jobs)?;
 
     let ctx = Arc::new(Ctx {
@@ -315,8 +355,8 @@ pub async fn export(server: &Server, out: &Path, terminal: bool) -> Result<Repor
         let permits = Arc::clone(&permits);
         set.spawn(async move {
             let _permit = permits.acquire_owned().await;
-            let url = job.url.clone();
-            (url, run(&ctx, job).await)
+            let id = job.id();
+            (id, run(&ctx, job).await)
         });
     }
     let mut failures = Vec::new();
@@ -383,7 +423,9 @@ pub async fn export(server: &Server, out: &Path, terminal: bool) -> Result<Repor
             let _ = std::fs::remove_file(out.join(&old.file));
         }
     }
-    report.entries.sort_by(|a, b| a.url.cmp(&b.url));
+    report
+        .entries
+        .sort_by(|a, b| (&a.url, &a.media).cmp(&(&b.url, &b.media)));
     report.rendered.sort();
     report.kept.sort();
     report.skipped.sort();
@@ -476,6 +518,10 @@ fn walk(app: &App, root: &Path, dir: &Path, jobs: &mut Vec<Job>) -> Result<(), E
             continue;
         }
         if is_dir {
+            let dir_url = format!("{url_path}/");
+            if site.location(&format!("/{rel_text}/")).directories {
+                jobs.push(listing_job(dir_url, format!("{rel_text}/index")));
+            }
             walk(app, root, &path, jobs)?;
             continue;
         }
@@ -523,48 +569,110 @@ fn walk(app: &App, root: &Path, dir: &Path, jobs: &mut Vec<Job>) -> Result<(), E
             };
             urls.push((dir_url, base));
         }
-        let styles = styles_of(&path);
+        let (styles, media) = variants_of(&path, &site.location(&format!("/{rel_text}")));
         for (url, base) in urls {
             jobs.push(Job {
                 url: url.clone(),
                 path: url.clone(),
                 base: base.clone(),
-                kind: Kind::Document { style: None },
+                kind: Kind::Document {
+                    style: None,
+                    media: None,
+                },
             });
             // The variants at the document's own URL only.
             if base != rel_text {
                 continue;
             }
-            for style in &styles {
-                jobs.push(Job {
-                    url: format!("{url}?style={}", encode(style)),
-                    path: url.clone(),
-                    base: format!("{base}.{}", file_safe(style)),
-                    kind: Kind::Document {
-                        style: Some(style.clone()),
-                    },
-                });
+            let medias = std::iter::once(None).chain(media.iter().map(Some));
+            for m in medias {
+                let media_base = match m {
+                    Some(m) => format!("{base}.media-{}", file_safe(m)),
+                    None => base.clone(),
+                };
+                if m.is_some() {
+                    jobs.push(Job {
+                        url: url.clone(),
+                        path: url.clone(),
+                        base: media_base.clone(),
+                        kind: Kind::Document {
+                            style: None,
+                            media: m.cloned(),
+                        },
+                    });
+                }
+                for style in &styles {
+                    let named = format!("{base}.{}", file_safe(style));
+                    jobs.push(Job {
+                        url: format!("{url}?style={}", encode(style)),
+                        path: url.clone(),
+                        base: match m {
+                            Some(m) => format!("{named}.media-{}", file_safe(m)),
+                            None => named,
+                        },
+                        kind: Kind::Document {
+                            style: Some(style.clone()),
+                            media: m.cloned(),
+                        },
+                    });
+                }
             }
         }
     }
     Ok(())
 }
 
-/// The distinct titles of a document's stylesheet PIs (first spelling).
-fn styles_of(path: &Path) -> Vec<String> {
+/// A directory listing's job.
+fn listing_job(url: String, base: String) -> Job {
+    Job {
+        path: url.clone(),
+        url,
+        base,
+        kind: Kind::Document {
+            style: None,
+            media: None,
+        },
+    }
+}
+
+/// A document's variants: the distinct titles of its stylesheet PIs
+/// (first spelling), and the media other than `location`'s own that one
+/// of its `media-rules` chooses and one of its PIs or the location's
+/// processors names (a media no PI or processor names renders as the
+/// location's own would, and one no rule chooses no client is given).
+fn variants_of(path: &Path, location: &crate::site::Location) -> (Vec<String>, Vec<String>) {
     let Ok(bytes) = std::fs::read(path) else {
-        return Vec::new();
+        return (Vec::new(), Vec::new());
     };
     let Ok(prolog) = crate::prolog::scan(&bytes) else {
-        return Vec::new();
+        return (Vec::new(), Vec::new());
     };
     let mut seen = HashSet::new();
-    prolog
+    let styles = prolog
         .stylesheets
         .iter()
         .filter_map(|pi| pi.title.clone())
         .filter(|t| seen.insert(t.to_ascii_lowercase()))
-        .collect()
+        .collect();
+    let mut media: Vec<String> = Vec::new();
+    for rule in &location.media_rules {
+        let m = &rule.media;
+        if *m == location.media || media.contains(m) {
+            continue;
+        }
+        let named = prolog
+            .stylesheets
+            .iter()
+            .any(|pi| crate::chain::names_media(pi, m))
+            || location
+                .processors
+                .iter()
+                .any(|p| p.when.media.as_deref() == Some(m.as_str()));
+        if named {
+            media.push(m.clone());
+        }
+    }
+    (styles, media)
 }
 
 impl Ctx {
@@ -600,11 +708,16 @@ impl Ctx {
     async fn deps(&self, job: &Job) -> Option<Vec<(PathBuf, String)>> {
         match &job.kind {
             Kind::Static(path) => Some(vec![(path.clone(), self.hash_now(path).hex(32))]),
-            Kind::Document { style } => {
+            Kind::Document { style, media } => {
                 let located = self.app.pipeline().provider().locate(&job.path).ok()?;
                 let located = if located.kind == ResourceKind::Directory {
                     let site = self.app.site();
                     let location = site.location(&decoded(&job.path));
+                    if location.directories {
+                        // A listing: it changes with the directory's
+                        // entries, which no content hash covers.
+                        return None;
+                    }
                     let index = location.index.as_deref()?;
                     self.app
                         .pipeline()
@@ -620,8 +733,11 @@ impl Ctx {
                     .iter()
                     .map(|s| (String::from("style"), s.clone()))
                     .collect();
-                let chosen =
+                let mut chosen =
                     crate::http::choose(&location, &::http::HeaderMap::new(), &query, None);
+                if let Some(media) = media {
+                    chosen.selection.media.clone_from(media);
+                }
                 let req = crate::http::render_request_for(&location, &chosen, &query);
                 let rendered = self.app.pipeline().render(&located, &req).await.ok()?;
                 let validators = rendered.validators?;
@@ -636,15 +752,20 @@ impl Ctx {
     }
 
     /// GET `url` through the server's handler: status, Content-Type, body.
-    async fn get(&self, url: &str) -> Result<(u16, String, Bytes), String> {
+    async fn get(&self, url: &str, media: Option<&str>) -> Result<(u16, String, Bytes), String> {
         use http_body_util::BodyExt;
         use tower::ServiceExt;
-        let request = ::http::Request::builder()
+        let mut request = ::http::Request::builder()
             .method(::http::Method::GET)
             .uri(url)
             .header(::http::header::HOST, "localhost")
             .body(axum::body::Body::empty())
             .map_err(|e| e.to_string())?;
+        if let Some(media) = media {
+            request
+                .extensions_mut()
+                .insert(crate::http::ExportMedia(media.to_string()));
+        }
         let response = match self.router.clone().oneshot(request).await {
             Ok(r) => r,
             Err(never) => match never {},
@@ -674,9 +795,11 @@ fn decoded(path: &str) -> String {
 
 /// Exports one URL.
 async fn run(ctx: &Ctx, job: Job) -> Done {
-    if let Some(page) = ctx.unchanged(&job.url) {
+    let id = job.id();
+    let media = job.media().map(String::from);
+    if let Some(page) = ctx.unchanged(&id) {
         let page = page.clone();
-        let claim = (job.url.clone(), page.body.clone());
+        let claim = (id.clone(), page.body.clone());
         if let Ok(mut claimed) = ctx.claimed.lock() {
             claimed.insert(page.file.clone(), claim);
         }
@@ -685,19 +808,20 @@ async fn run(ctx: &Ctx, job: Job) -> Done {
                 url: job.url,
                 file: page.file.clone(),
                 content_type: page.content_type.clone(),
+                media,
             },
             page,
         );
     }
     let fail = |status: u16, detail: String| {
         Done::Failed(Failure {
-            url: job.url.clone(),
+            url: id.clone(),
             status,
             detail,
         })
     };
     let deps = ctx.deps(&job).await;
-    let (status, content_type, body) = match ctx.get(&job.url).await {
+    let (status, content_type, body) = match ctx.get(&job.url, job.media()).await {
         Ok(r) => r,
         Err(e) => return fail(0, e),
     };
@@ -717,7 +841,9 @@ async fn run(ctx: &Ctx, job: Job) -> Done {
     }
     let file = match &job.kind {
         Kind::Static(_) => job.base.clone(),
-        Kind::Document { style } => document_file(&job.base, &content_type, style.is_some()),
+        Kind::Document { style, media } => {
+            document_file(&job.base, &content_type, style.is_some() || media.is_some())
+        }
     };
     let body_hash = ContentHash::of(&body).hex(32);
     let clash = match ctx.claimed.lock() {
@@ -725,7 +851,7 @@ async fn run(ctx: &Ctx, job: Job) -> Done {
             Some((other, hash)) if *hash != body_hash => Some(other.clone()),
             Some(_) => None,
             None => {
-                claimed.insert(file.clone(), (job.url.clone(), body_hash.clone()));
+                claimed.insert(file.clone(), (id.clone(), body_hash.clone()));
                 None
             }
         },
@@ -748,6 +874,7 @@ async fn run(ctx: &Ctx, job: Job) -> Done {
             url: job.url,
             file: file.clone(),
             content_type: content_type.clone(),
+            media,
         },
         state: PageState {
             file,

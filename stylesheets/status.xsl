@@ -63,6 +63,9 @@
         <xsl:apply-templates select="counters"/>
         <xsl:apply-templates select="tiers"/>
         <xsl:apply-templates select="stages"/>
+        <xsl:apply-templates select="pages/hottest"/>
+        <xsl:apply-templates select="pages/slowest"/>
+        <xsl:apply-templates select="stylesheets"/>
         <xsl:apply-templates select="compressed"/>
         <xsl:apply-templates select="config"/>
       </body>
@@ -208,6 +211,66 @@
         </xsl:for-each>
         <xsl:if test="not(stage)">
           <tr><td colspan="4">no stage has run yet</td></tr>
+        </xsl:if>
+      </tbody>
+    </table>
+  </xsl:template>
+
+  <xsl:template match="hottest">
+    <table id="hottest">
+      <caption>Hottest pages</caption>
+      <thead><tr><th>page</th><th>requests (&#8776;)</th><th>renders</th><th>mean render ms</th></tr></thead>
+      <tbody>
+        <xsl:for-each select="page">
+          <tr>
+            <th scope="row"><xsl:value-of select="@path"/></th>
+            <td class="n"><xsl:value-of select="@requests"/></td>
+            <td class="n"><xsl:value-of select="@renders"/></td>
+            <td class="n"><xsl:if test="@renders &gt; 0"><xsl:value-of select="@mean-ms"/></xsl:if></td>
+          </tr>
+        </xsl:for-each>
+        <xsl:if test="not(page)">
+          <tr><td colspan="4">no page has been served yet</td></tr>
+        </xsl:if>
+      </tbody>
+    </table>
+  </xsl:template>
+
+  <xsl:template match="slowest">
+    <table id="slowest">
+      <caption>Slowest pages (mean time of a render)</caption>
+      <thead><tr><th>page</th><th>mean ms</th><th>max ms</th><th>renders</th></tr></thead>
+      <tbody>
+        <xsl:for-each select="page">
+          <tr>
+            <th scope="row"><xsl:value-of select="@path"/></th>
+            <td class="n"><xsl:value-of select="@mean-ms"/></td>
+            <td class="n"><xsl:value-of select="@max-ms"/></td>
+            <td class="n"><xsl:value-of select="@renders"/></td>
+          </tr>
+        </xsl:for-each>
+        <xsl:if test="not(page)">
+          <tr><td colspan="4">no page has been rendered yet</td></tr>
+        </xsl:if>
+      </tbody>
+    </table>
+  </xsl:template>
+
+  <xsl:template match="stylesheets">
+    <table id="stylesheets">
+      <caption>Compiled stylesheets</caption>
+      <thead><tr><th>stylesheet</th><th>Language</th><th>files</th><th>closure</th></tr></thead>
+      <tbody>
+        <xsl:for-each select="stylesheet">
+          <tr>
+            <th scope="row"><xsl:value-of select="@path"/></th>
+            <td><xsl:value-of select="@language"/></td>
+            <td class="n"><xsl:value-of select="@files"/></td>
+            <td><code><xsl:value-of select="@closure"/></code></td>
+          </tr>
+        </xsl:for-each>
+        <xsl:if test="not(stylesheet)">
+          <tr><td colspan="4">none compiled yet</td></tr>
         </xsl:if>
       </tbody>
     </table>

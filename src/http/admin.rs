@@ -97,7 +97,16 @@ pub struct StatsDoc {
     pub compressed: crate::pipeline::VariantCounts,
     /// Time spent per Language.
     pub stages: std::collections::BTreeMap<String, crate::pipeline::StageTime>,
+    /// The most requested pages (hot-path hits counted by sample).
+    pub hottest: Vec<super::pages::PageDoc>,
+    /// The pages whose renders took longest on average.
+    pub slowest: Vec<super::pages::PageDoc>,
+    /// The compiled stylesheets (and other compiled stages) held.
+    pub stylesheets: Vec<crate::pipeline::CompiledSummary>,
 }
+
+/// Pages in each of `/stats`' rankings.
+pub const RANKED: usize = 10;
 
 /// One tier in `/stats`.
 #[derive(Debug, Serialize)]
@@ -170,6 +179,9 @@ pub fn stats_of(app: &App, uptime: std::time::Duration) -> StatsDoc {
         tiers,
         compressed: s.variants.counts(),
         stages: s.stage_times(),
+        hottest: app.pages().hottest(RANKED),
+        slowest: app.pages().slowest(RANKED),
+        stylesheets: pipeline.compiled_list(),
     }
 }
 

@@ -103,6 +103,10 @@ pub(super) fn hot_wire(app: &App, head: &conn::Head<'_>) -> conn::Fast {
     app.metrics
         .wire_hit(head_only, not_modified, took.filter(|_| sampled));
     let untransformed = rendered.cache == crate::pipeline::CacheStatus::Untransformed;
+    if sampled && !untransformed {
+        app.pages
+            .record(head.path, u64::from(super::metrics::HIT_SAMPLE), None);
+    }
     if let Some(log) = &app.access_log {
         log.log(&super::access_log::Line {
             peer: head.peer,

@@ -15,6 +15,7 @@ mod encoding;
 mod error;
 mod hot;
 mod metrics;
+pub mod pages;
 mod params;
 mod passthru;
 mod ranges;
@@ -69,6 +70,8 @@ pub struct App {
     metrics: metrics::RequestMetrics,
     /// The access log, when configured.
     access_log: Option<access_log::AccessLog>,
+    /// Requests and render times per page (the status page's rankings).
+    pages: pages::Pages,
 }
 
 impl App {
@@ -113,6 +116,7 @@ impl App {
                 .as_ref()
                 .map(access_log::AccessLog::open)
                 .transpose()?,
+            pages: pages::Pages::default(),
         }))
     }
 
@@ -121,6 +125,11 @@ impl App {
         if let Some(log) = &self.access_log {
             log.flush();
         }
+    }
+
+    /// Requests and render times per page.
+    pub fn pages(&self) -> &pages::Pages {
+        &self.pages
     }
 
     /// The pipeline (for counters and tests).
@@ -265,6 +274,7 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
     });
     let logged = tracing::enabled!(tracing::Level::DEBUG)
         .then(|| (request.method().clone(), request.uri().clone()));
+    let uri = request.uri().clone();
     // The request's own shape (Host, target form and size, header count,
     // declared body size) before anything else looks at it: both
     // connection paths reach this, so both answer alike.
@@ -276,9 +286,13 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
     }
     // A hit never builds the render path's future: it is large, and moving
     // it into the handler's box cost a doc hit 1.1k of 20.3k instructions.
-    let hot = match request.extensions().get::<conn::FastMissed>() {
-        Some(conn::FastMissed) => None,
-        None => hot_response(&app, &request),
+    let extensions = request.extensions();
+    let hot = if extensions.get::<conn::FastMissed>().is_some()
+        || extensions.get::<ExportMedia>().is_some()
+    {
+        None
+    } else {
+        hot_response(&app, &request)
     };
     let response = match hot {
         Some(r) => r,
@@ -304,8 +318,15 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
             .map(HeaderValue::as_bytes),
     );
     let took = started.elapsed();
-    app.metrics
-        .response(&method, response.status().as_u16(), kind, took);
+    let status = response.status().as_u16();
+    app.metrics.response(&method, status, kind, took);
+    if matches!(status, 200 | 304) && kind != metrics::Kind::Other {
+        app.pages.record(
+            uri.path(),
+            1,
+            (kind == metrics::Kind::Render).then_some(took),
+        );
+    }
     if let (Some(log), Some((peer, uri, referer, user_agent))) = (&app.access_log, &for_log) {
         let cache = response
             .headers()
@@ -331,6 +352,13 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
     response
 }
 
+/// The media an in-process request is rendered for, whatever its headers
+/// would choose: `axle build` renders a media variant as a client whose
+/// headers chose that media gets it. Request extensions never come from
+/// the wire, so no client can set it.
+#[derive(Debug, Clone)]
+pub(crate) struct ExportMedia(pub(crate) String);
+
 async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
     let method = request.method().clone();
     if method != Method::GET && method != Method::HEAD && method != Method::POST {
@@ -352,7 +380,20 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
     let passthru = passthru::wants_passthru(&location, &query);
     // The hot memo was asked already (`hot_response`); the key is built
     // again here, on a miss, to memoize the response this renders.
-    let hot = hot_key(&method, &location, request.headers(), &query, &path);
+    let forced_media = request
+        .extensions()
+        .get::<ExportMedia>()
+        .map(|m| m.0.clone());
+    let forced = |mut chosen: Chosen| {
+        if let Some(media) = &forced_media {
+            chosen.selection.media.clone_from(media);
+        }
+        chosen
+    };
+    let hot = match forced_media {
+        Some(_) => None,
+        None => hot_key(&method, &location, request.headers(), &query, &path),
+    };
 
     let (located, url_style) = locate_document(provider, &path, &location)?;
     if site
@@ -379,7 +420,7 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
             }
             let listing = directory::listing(&located.path, provider.root())
                 .map_err(|e| HttpError::NotFound(e.to_string()))?;
-            let chosen = choose::choose(&location, request.headers(), &query, None);
+            let chosen = forced(choose::choose(&location, request.headers(), &query, None));
             let req = render_request(&location, &chosen, params(&location, &query, &[]));
             let rendered = app
                 .pipeline
@@ -429,7 +470,12 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
             } else {
                 Vec::new()
             };
-            let chosen = choose::choose(&location, &headers, &query, url_style.clone());
+            let chosen = forced(choose::choose(
+                &location,
+                &headers,
+                &query,
+                url_style.clone(),
+            ));
             let req = render_request(&location, &chosen, params(&location, &query, &form));
             (None, req)
         }

@@ -59,7 +59,37 @@ pub(crate) struct Compiled {
     fingerprints: Fingerprints,
 }
 
+/// A compiled stage as the admin listener lists it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct CompiledSummary {
+    /// The resource's root-relative path (empty for a filter without one).
+    pub path: String,
+    /// The Language that runs it.
+    pub language: String,
+    /// Files in its closure (the resource and all it imported, included or
+    /// loaded while compiling).
+    pub files: usize,
+    /// The first bytes of its closure hash, in hex (its identity in keys).
+    pub closure: String,
+}
+
 impl Compiled {
+    /// Every compiled stage held, by path then Language.
+    pub(crate) fn list(&self) -> Vec<CompiledSummary> {
+        let mut all: Vec<CompiledSummary> = self
+            .cache
+            .iter()
+            .map(|(_, c)| CompiledSummary {
+                path: c.rel.clone(),
+                language: c.language.to_string(),
+                files: c.files.len(),
+                closure: c.closure.hex(8),
+            })
+            .collect();
+        all.sort_by(|a, b| (&a.path, &a.language).cmp(&(&b.path, &b.language)));
+        all
+    }
+
     /// Compiled stages held (pending maintenance run first, so the count
     /// is current).
     pub(crate) async fn len(&self) -> u64 {

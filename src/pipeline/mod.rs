@@ -44,7 +44,7 @@ mod stats;
 mod trace;
 
 pub use crate::ffi::Exceeded;
-pub use compiled::CompiledStage;
+pub use compiled::{CompiledStage, CompiledSummary};
 pub use error::PipelineError;
 pub use response::{CacheStatus, DEFAULT_TYPE, RAW_XML_TYPE, Rendered, ResponseHead};
 pub use stats::{Sharded, StageTime, Stats, VariantCounts, VariantStats};
@@ -326,6 +326,11 @@ impl Pipeline {
     /// Compiled stages held (stylesheets and other Languages' resources).
     pub async fn compiled_stages(&self) -> u64 {
         self.compiled.len().await
+    }
+
+    /// Every compiled stage held (the status page lists them).
+    pub fn compiled_list(&self) -> Vec<CompiledSummary> {
+        self.compiled.list()
     }
 
     /// How hits are checked.

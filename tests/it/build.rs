@@ -96,7 +96,14 @@ async fn every_exported_file_is_what_the_server_sends() {
     for entry in &entries {
         let url = entry["url"].as_str().unwrap();
         let file = entry["file"].as_str().unwrap();
-        let response = client.get(format!("{base}{url}")).send().await.unwrap();
+        let mut get = client.get(format!("{base}{url}"));
+        match entry["media"].as_str() {
+            // The samples' media rule is AxKit's WAP check.
+            Some("handheld") => get = get.header("accept", "text/vnd.wap.wml"),
+            Some(other) => panic!("no request chooses media {other} in the samples"),
+            None => {}
+        }
+        let response = get.send().await.unwrap();
         assert_eq!(response.status(), 200, "{url}");
         assert_eq!(
             response.headers()["content-type"].to_str().unwrap(),
@@ -113,10 +120,43 @@ async fn every_exported_file_is_what_the_server_sends() {
     let file_of = |url: &str| {
         entries
             .iter()
-            .find(|e| e["url"] == url)
+            .find(|e| e["url"] == url && e.get("media").is_none())
             .map(|e| e["file"].as_str().unwrap().to_string())
             .unwrap()
     };
+    // The handheld media's variants (a PI names it, the WAP rule chooses
+    // it): the page and each style; no other document has one.
+    let media: BTreeSet<(&str, &str)> = entries
+        .iter()
+        .filter(|e| e["media"] == "handheld")
+        .map(|e| (e["url"].as_str().unwrap(), e["file"].as_str().unwrap()))
+        .collect();
+    assert!(
+        media.contains(&("/styles/index.xml", "styles/index.xml.media-handheld.html")),
+        "{media:?}"
+    );
+    assert!(
+        media.contains(&(
+            "/styles/index.xml?style=handheld",
+            "styles/index.xml.handheld.media-handheld.html"
+        )),
+        "{media:?}"
+    );
+    assert!(
+        media
+            .iter()
+            .all(|(u, _)| u.starts_with("/styles/index.xml")),
+        "{media:?}"
+    );
+    // `?style=handheld` names a PI for handheld only: a screen client gets
+    // the screen fallback, a handheld client the handheld stylesheet.
+    let handheld =
+        std::fs::read(out.join("styles/index.xml.handheld.media-handheld.html")).unwrap();
+    let screen = std::fs::read(out.join("styles/index.xml.handheld.xml")).unwrap();
+    assert!(
+        handheld != screen,
+        "the handheld variant is the screen page"
+    );
     assert_eq!(file_of("/"), "index.html");
     assert_eq!(
         file_of("/articles/xml-pipelines.xml"),
@@ -189,4 +229,62 @@ fn a_failing_page_fails_the_build_and_is_listed() {
     assert!(stderr.contains("/broken.xml"), "{stderr}");
     // The other pages were written all the same.
     assert!(out.join("index.html").is_file());
+}
+
+/// A location with `directories = true`: each directory's listing is
+/// exported at its URL as `DIR/index.EXT`, byte for byte what the server
+/// sends, and rendered again on every run (no content hash covers a
+/// directory's entries).
+#[tokio::test(flavor = "multi_thread")]
+async fn directory_listings_are_exported() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(root.join("files/sub")).unwrap();
+    std::fs::write(
+        root.join("axle.toml"),
+        "[location.\"/files\"]\ndirectories = true\n",
+    )
+    .unwrap();
+    std::fs::write(root.join("files/a.txt"), "a\n").unwrap();
+    std::fs::write(root.join("files/sub/b.txt"), "b\n").unwrap();
+    std::fs::write(root.join("index.xml"), "<page/>\n").unwrap();
+    let stdout = build_ok(&root, &out);
+    let entries = manifest(&out);
+    let file_of = |url: &str| {
+        entries
+            .iter()
+            .find(|e| e["url"] == url)
+            .map(|e| e["file"].as_str().unwrap().to_string())
+            .unwrap_or_else(|| panic!("{url} not exported: {entries:?}\n{stdout}"))
+    };
+    let listing = file_of("/files/");
+    assert!(listing.starts_with("files/index."), "{listing}");
+    let sub = file_of("/files/sub/");
+    assert!(sub.starts_with("files/sub/index."), "{sub}");
+    assert!(
+        String::from_utf8(std::fs::read(out.join(&listing)).unwrap())
+            .unwrap()
+            .contains("a.txt")
+    );
+    let (mut child, base) =
+        crate::support::serve_child(&["--listen", "127.0.0.1:0"], &root, Stdio::null());
+    for (url, file) in [("/files/", &listing), ("/files/sub/", &sub)] {
+        let served = reqwest::get(format!("{base}{url}"))
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap();
+        assert!(
+            served[..] == std::fs::read(out.join(file)).unwrap()[..],
+            "{url} differs from {file}"
+        );
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // Listings are rendered on every run; the document is kept.
+    let again = rendered(&build_ok(&root, &out));
+    assert!(again.contains("/files/"), "{again:?}");
+    assert!(!again.contains("/index.xml"), "{again:?}");
 }

@@ -98,6 +98,12 @@ async fn the_status_page_is_valid_html_with_tiers_and_a_chart() {
     assert!(html.contains(">disk</th>"), "{html}");
     assert!(html.contains("<svg"), "{html}");
     assert!(html.contains("<polyline"), "{html}");
+    // The rankings and the compiled stylesheets reach the page.
+    assert!(html.contains("<table id=\"hottest\">"), "{html}");
+    assert!(html.contains("<table id=\"slowest\">"), "{html}");
+    assert!(html.contains(">/small.xml</th>"), "{html}");
+    assert!(html.contains("<table id=\"stylesheets\">"), "{html}");
+    assert!(html.contains(">/s/page.xsl</th>"), "{html}");
     // The counters and the configuration reach the page.
     assert!(html.contains(">hits</th>"), "{html}");
     assert!(
@@ -134,7 +140,47 @@ async fn the_status_page_is_valid_html_with_tiers_and_a_chart() {
             .unwrap();
     assert!(dom.contains("<title>Axle status</title>"), "{dom}");
     assert!(dom.contains("id=\"tiers\""), "{dom}");
+    assert!(dom.contains("id=\"hottest\""), "{dom}");
+    assert!(dom.contains("id=\"stylesheets\""), "{dom}");
     assert!(dom.contains("<svg"), "{dom}");
     assert!(dom.contains("<polyline"), "{dom}");
     eprintln!("status page screenshot: {} ({size} bytes)", png.display());
+}
+
+/// `/stats` ranks pages by requests (hot-path hits by sample, one in 16
+/// per thread, weighted) and by mean render time, lists the compiled
+/// stylesheets, and leaves out what was not a page (a 404, a static file).
+#[tokio::test(flavor = "multi_thread")]
+async fn stats_rank_the_hottest_and_slowest_pages_and_list_stylesheets() {
+    let site = TiersSite::new();
+    let axle = Axle::start(&site.root, true, &[]);
+    for _ in 0..96 {
+        assert_eq!(axle.get("/small.xml", &[]).await.status, 200);
+    }
+    assert_eq!(axle.get("/big.xml", &[]).await.status, 200);
+    assert_eq!(axle.get("/nope.xml", &[]).await.status, 404);
+    assert_eq!(axle.get("/style.css", &[]).await.status, 200);
+    let stats = axle.stats().await;
+    let hottest = stats["hottest"].as_array().unwrap();
+    let paths: Vec<&str> = hottest
+        .iter()
+        .map(|p| p["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths.first(), Some(&"/small.xml"), "{stats:#}");
+    assert!(paths.contains(&"/big.xml"), "{stats:#}");
+    assert!(!paths.contains(&"/nope.xml"), "{stats:#}");
+    assert!(!paths.contains(&"/style.css"), "{stats:#}");
+    // 1 render, then 95 hits: the hot path's share counted by sample.
+    let small = &hottest[0];
+    assert_eq!(small["renders"], 1, "{stats:#}");
+    let requests = small["requests"].as_u64().unwrap();
+    assert!((49..=1 + 95 + 32).contains(&requests), "{stats:#}");
+    assert!(small["max_micros"].as_u64().unwrap() > 0, "{stats:#}");
+    let slowest = stats["slowest"].as_array().unwrap();
+    assert_eq!(slowest.len(), 2, "two pages were rendered: {stats:#}");
+    let sheets = stats["stylesheets"].as_array().unwrap();
+    assert_eq!(sheets.len(), 1, "{stats:#}");
+    assert_eq!(sheets[0]["path"], "/s/page.xsl", "{stats:#}");
+    assert_eq!(sheets[0]["language"], "xslt", "{stats:#}");
+    assert!(sheets[0]["files"].as_u64().unwrap() >= 1, "{stats:#}");
 }

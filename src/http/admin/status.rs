@@ -268,6 +268,36 @@ pub fn document(app: &App, stats: &StatsDoc, samples: &[Sample]) -> String {
         );
     }
     let _ = writeln!(x, "</stages>");
+    let _ = writeln!(x, "<pages>");
+    for (list, pages) in [("hottest", &stats.hottest), ("slowest", &stats.slowest)] {
+        let _ = writeln!(x, "<{list}>");
+        for p in pages {
+            let f = &p.figures;
+            let _ = writeln!(
+                x,
+                "<page path=\"{}\" requests=\"{}\" renders=\"{}\" mean-ms=\"{:.3}\" max-ms=\"{:.3}\"/>",
+                text(&p.path),
+                f.requests,
+                f.renders,
+                f.mean_micros() as f64 / 1000.0,
+                f.max_micros as f64 / 1000.0,
+            );
+        }
+        let _ = writeln!(x, "</{list}>");
+    }
+    let _ = writeln!(x, "</pages>");
+    let _ = writeln!(x, "<stylesheets>");
+    for c in &stats.stylesheets {
+        let _ = writeln!(
+            x,
+            "<stylesheet path=\"{}\" language=\"{}\" files=\"{}\" closure=\"{}\"/>",
+            text(&c.path),
+            text(&c.language),
+            c.files,
+            text(&c.closure),
+        );
+    }
+    let _ = writeln!(x, "</stylesheets>");
     let _ = writeln!(
         x,
         "<history every-seconds=\"{}\" window-seconds=\"{}\">",
