@@ -16,6 +16,10 @@
 //!   stopped.
 //! - `prometheus.yml`: `promtool check config`.
 //! - The files agree with each other (ports).
+//! - `docs/deploy.md` itself: every `axle` command in its `sh` blocks
+//!   parses, every `toml` block loads (`axle check`). Examples of the
+//!   shared Redis tier (issue #27) are noted, not failed, while the build
+//!   lacks it.
 //!
 //! A tool that is not installed skips its test with a loud `SKIPPED:`
 //! line; under `CI=true` that is a failure (`.ci/run` installs them).
@@ -829,4 +833,99 @@ fn shipped_files_agree() {
         admin.starts_with("127.0.0.1:"),
         "the admin listener stays on loopback"
     );
+}
+
+// ------------------------------------------------------ docs/deploy.md itself
+
+/// The fenced blocks of `docs/deploy.md` in the language `lang`.
+fn doc_blocks(lang: &str) -> Vec<String> {
+    let doc = std::fs::read_to_string(manifest_dir().join("docs/deploy.md")).unwrap();
+    let mut blocks = Vec::new();
+    let mut current: Option<String> = None;
+    for line in doc.lines() {
+        match (&mut current, line.trim_start().strip_prefix("```")) {
+            (None, Some(tag)) if tag.trim() == lang => current = Some(String::new()),
+            (Some(block), Some("")) => {
+                blocks.push(std::mem::take(block));
+                current = None;
+            }
+            (Some(block), _) => {
+                block.push_str(line);
+                block.push('\n');
+            }
+            (None, _) => {}
+        }
+    }
+    blocks
+}
+
+/// Whether `stderr` refuses the shared Redis tier's flags or table, which
+/// issue #27 adds: until this build has them, the doc's examples of them
+/// are noted, not failed.
+fn awaits_shared_cache(stderr: &str) -> bool {
+    let pending = stderr.contains("'--shared-cache") || stderr.contains("`shared-cache`");
+    if pending {
+        eprintln!(
+            "NOTE: this build has no shared Redis tier yet (issue #27): its example not checked"
+        );
+    }
+    pending
+}
+
+/// Every `axle ...` command in the page's `sh` blocks parses: its
+/// subcommand and flags exist (run with `--help` appended, so nothing is
+/// served or changed).
+#[test]
+fn deploy_doc_commands_parse() {
+    let mut checked = 0;
+    for block in doc_blocks("sh") {
+        let joined = block.replace("\\\n", " ");
+        for line in joined.lines() {
+            let line = line.split(" #").next().unwrap().trim();
+            let Some(args) = line
+                .strip_prefix("sudo -u axle axle ")
+                .or_else(|| line.strip_prefix("axle "))
+            else {
+                continue;
+            };
+            let out = Command::new(env!("CARGO_BIN_EXE_axle"))
+                .args(args.split_whitespace())
+                .arg("--help")
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                out.status.success() || awaits_shared_cache(&stderr),
+                "docs/deploy.md: `axle {args}` does not parse:\n{stderr}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(
+        checked >= 6,
+        "only {checked} axle commands found in docs/deploy.md"
+    );
+}
+
+/// Every `toml` block of the page loads as a site's `axle.toml`
+/// (`axle check`).
+#[test]
+fn deploy_doc_toml_loads() {
+    let blocks = doc_blocks("toml");
+    assert!(blocks.len() >= 2, "toml blocks in docs/deploy.md");
+    for block in blocks {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::write(root.path().join("axle.toml"), &block).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_axle"))
+            .arg("check")
+            .arg("--root")
+            .arg(root.path())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success() || awaits_shared_cache(&stderr),
+            "docs/deploy.md's block does not load:\n{block}\n{stderr}"
+        );
+    }
 }
