@@ -337,6 +337,22 @@ fn build(
             });
             continue;
         }
+        if pi.href == "." {
+            // AxKit's `href="."` (XSP's form): the document itself is the
+            // stage's resource.
+            let resource = files.confine(doc).map_err(|_| ChainError::Missing {
+                href: pi.href.clone(),
+                document: err_doc(),
+            })?;
+            stages.push(StageSpec {
+                mime: pi.r#type.clone(),
+                href: pi.href.clone(),
+                language,
+                resource,
+                fragment: None,
+            });
+            continue;
+        }
         let Some(url) = resolve_href(doc, &pi.href) else {
             return Err(ChainError::Outside {
                 href: pi.href.clone(),

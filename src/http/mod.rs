@@ -460,16 +460,17 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
         return Ok(passthru::response(app, source, request.headers(), &location).await);
     }
     let headers = request.headers().clone();
-    let (hot_key, req) = match (hot, &url_style) {
+    let peer = request.extensions().get::<conn::Peer>().map(|p| p.0.ip());
+    let query_text = request.uri().query().unwrap_or("").to_string();
+    let mut form = Vec::new();
+    let (hot_key, mut req) = match (hot, &url_style) {
         (Some((key, chosen, params)), None) => {
             (Some(key), render_request(&location, &chosen, params))
         }
         _ => {
-            let form = if method == Method::POST {
-                form_body(request, &app.limits.http).await?
-            } else {
-                Vec::new()
-            };
+            if method == Method::POST {
+                form = form_body(request, &app.limits.http).await?;
+            }
             let chosen = forced(choose::choose(
                 &location,
                 &headers,
@@ -480,8 +481,27 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
             (None, req)
         }
     };
+    let info = Arc::new(
+        crate::language::RequestInfo::new(method.as_str(), &path, &query_text)
+            .with_params(query.iter().chain(form.iter()).cloned().collect())
+            .with_headers(header_pairs(&headers))
+            .with_remote_addr(peer),
+    );
+    req.request = Some(Arc::clone(&info));
     match app.pipeline.render(&located, &req).await {
         Ok(rendered) => {
+            let cookies = info.take_set_cookies();
+            if !cookies.is_empty() {
+                let mut response = document_response(app, rendered, &headers, &location).await;
+                for cookie in cookies {
+                    if let Ok(value) = HeaderValue::try_from(cookie) {
+                        response
+                            .headers_mut()
+                            .append(axum::http::header::SET_COOKIE, value);
+                    }
+                }
+                return Ok(response);
+            }
             // Memoized only where the hot path looks (a GET or HEAD named
             // by its own path, outside directory-listing and traced
             // locations).
@@ -506,6 +526,17 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
         }
         Err(e) => Err(error_page(app, e, &located, &location, &req).await),
     }
+}
+
+/// A request's header fields as (lower-case name, value) pairs, for
+/// stages that read them; values that are not text are left out.
+fn header_pairs(headers: &axum::http::HeaderMap) -> Vec<(String, String)> {
+    headers
+        .iter()
+        .filter_map(|(name, value)| {
+            Some((name.as_str().to_string(), value.to_str().ok()?.to_string()))
+        })
+        .collect()
 }
 
 /// Finds the document for `path`, trying AxKit's path-info

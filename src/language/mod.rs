@@ -117,14 +117,18 @@
 mod filter;
 mod passthru;
 mod registry;
+mod request;
 mod view;
 mod xslt;
+pub mod xsp;
 
 pub use filter::{FilterConfig, FilterError, FilterLanguage};
 pub use passthru::Passthru;
 pub use registry::{Registry, RegistryError};
+pub use request::{RequestInfo, parse_cookies};
 pub use view::{Attrs, XML_CONTENT_TYPE, XmlOut, prefixed_name, view_of};
 pub use xslt::Xslt;
+pub use xsp::Xsp;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -283,6 +287,10 @@ pub struct StageContext<'a> {
     /// parse need not scan the prolog again; `None`: not known, the parse
     /// scans it. Ignored when the input is an earlier stage's output.
     pub source_doctype: Option<Option<&'a Doctype>>,
+    /// The HTTP request behind the render, when there is one. A stage that
+    /// reads it must say it is not cacheable ([`Stage::cacheable`]): its
+    /// output then depends on more than its input and params.
+    pub request: Option<&'a RequestInfo>,
 }
 
 impl<'a> StageContext<'a> {
@@ -302,6 +310,7 @@ impl<'a> StageContext<'a> {
             resolver,
             input_from_stage: false,
             source_doctype: None,
+            request: None,
         }
     }
 

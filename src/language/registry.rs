@@ -31,7 +31,8 @@ impl std::fmt::Debug for Registry {
 impl Default for Registry {
     /// XSLT for `text/xsl`, `application/xslt+xml` and `text/xslt`, and for
     /// `application/xml`/`text/xml` with an `.xsl`/`.xslt` href; passthru for
-    /// `application/x-axle-passthru`.
+    /// `application/x-axle-passthru`; XSP (with the built-in taglibs) for
+    /// `application/x-xsp`.
     fn default() -> Self {
         let xslt: Arc<dyn Language> = Arc::new(Xslt);
         let mut r = Registry {
@@ -45,6 +46,10 @@ impl Default for Registry {
         r.by_type.insert(
             "application/x-axle-passthru".to_string(),
             Arc::new(Passthru),
+        );
+        r.by_type.insert(
+            super::xsp::XSP_TYPE.to_string(),
+            Arc::new(super::xsp::Xsp::default()),
         );
         r
     }

@@ -117,7 +117,7 @@ pub fn view_of<R>(
 /// The document's text: by its byte-order mark (UTF-8, UTF-16), else by
 /// the UTF-16 signature of `<?`, else by the encoding its XML declaration
 /// names (UTF-8 when none).
-fn decode(bytes: &[u8]) -> Result<Cow<'_, str>, LanguageError> {
+pub(crate) fn decode(bytes: &[u8]) -> Result<Cow<'_, str>, LanguageError> {
     if let Some((encoding, bom)) = Encoding::for_bom(bytes) {
         return decode_as(encoding, &bytes[bom..]);
     }

@@ -45,27 +45,38 @@ impl Stage for XsltStage {
             ctx.limits,
             ctx.resolver.clone(),
         )?;
-        let output = self.style.output();
-        let is_text = output.method.as_deref() == Some("text");
-        if ctx.is_final {
-            let content_type = content_type(output, result.is_html());
-            let bytes = result.serialize()?;
-            Ok(StageOutput {
-                data: StageData::Bytes(Bytes::from(bytes)),
-                content_type: Some(content_type),
-            })
-        } else if is_text {
-            // Text output has no tree form: the next stage gets the text.
-            Ok(StageOutput {
-                data: StageData::Bytes(Bytes::from(result.serialize()?)),
-                content_type: None,
-            })
-        } else {
-            Ok(StageOutput {
-                data: StageData::Dom(result.into_doc()),
-                content_type: None,
-            })
-        }
+        stage_output(&self.style, result, ctx)
+    }
+}
+
+/// A transform's result as a stage's output: the response bytes and their
+/// Content-Type for the final stage; otherwise the tree, or the text of a
+/// text-method stylesheet.
+pub(crate) fn stage_output(
+    style: &Stylesheet,
+    result: crate::ffi::ResultDoc,
+    ctx: &StageContext<'_>,
+) -> Result<StageOutput, LanguageError> {
+    let output = style.output();
+    let is_text = output.method.as_deref() == Some("text");
+    if ctx.is_final {
+        let content_type = content_type(output, result.is_html());
+        let bytes = result.serialize()?;
+        Ok(StageOutput {
+            data: StageData::Bytes(Bytes::from(bytes)),
+            content_type: Some(content_type),
+        })
+    } else if is_text {
+        // Text output has no tree form: the next stage gets the text.
+        Ok(StageOutput {
+            data: StageData::Bytes(Bytes::from(result.serialize()?)),
+            content_type: None,
+        })
+    } else {
+        Ok(StageOutput {
+            data: StageData::Dom(result.into_doc()),
+            content_type: None,
+        })
     }
 }
 

@@ -11,7 +11,7 @@ use bytes::Bytes;
 
 use crate::cache::{ContentHash, Dep, Entry};
 use crate::ffi::{Limits, XmlDoc, XmlError};
-use crate::language::{LanguageError, StageContext, StageData};
+use crate::language::{LanguageError, RequestInfo, StageContext, StageData};
 use crate::prolog::Prolog;
 use crate::provider::{FileProvider, InternalDocuments};
 
@@ -59,6 +59,8 @@ pub(super) struct ChainJob {
     pub(super) prolog: Option<Arc<Prolog>>,
     /// The request's budget, entered on the thread for each stage.
     pub(super) budget: Arc<RequestBudget>,
+    /// The HTTP request behind the render, for stages that read it.
+    pub(super) request: Option<Arc<RequestInfo>>,
 }
 
 impl ChainJob {
@@ -126,6 +128,7 @@ impl ChainJob {
             limits: &limits,
             resolver: &resolver,
             input_from_stage: index > 0,
+            request: self.request.as_deref(),
             source_doctype: self
                 .prolog
                 .as_ref()

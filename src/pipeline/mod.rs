@@ -147,6 +147,10 @@ pub struct RenderRequest {
     /// params, style and media make a variant, and concurrent requests of
     /// one URL share a turn however their sources differ.
     pub source_is_variant: bool,
+    /// The HTTP request behind the render (None: none, or not told), for
+    /// stages that read it ([`crate::language::RequestInfo`]); cookies
+    /// they set are taken from it after the render.
+    pub request: Option<Arc<crate::language::RequestInfo>>,
 }
 
 impl RenderRequest {
@@ -628,6 +632,7 @@ impl Pipeline {
             internal: Some(self.internal_documents()),
             prolog: Some(Arc::clone(&prolog)),
             budget: Arc::clone(budget),
+            request: req.request.clone(),
         };
         // AxKit's guard: a style the client asked for that selects nothing
         // (no PI title, no style-limited processor) is rendered without

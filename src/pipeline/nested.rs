@@ -166,6 +166,7 @@ impl InternalDocuments for Nested {
             internal: Some(Arc::new(self.clone())),
             prolog: Some(Arc::new(prolog)),
             budget,
+            request: None,
         };
         let entry = job.run_all(source.bytes).map_err(|e| e.to_string())?;
         for d in entry.deps.iter() {

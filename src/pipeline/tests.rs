@@ -36,6 +36,7 @@ fn job(closures: &[&str], params: &[(&str, &str)], root: &std::path::Path) -> Ch
         internal: None,
         prolog: None,
         budget: super::admission::RequestBudget::unlimited(),
+        request: None,
     }
 }
 

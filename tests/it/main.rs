@@ -30,3 +30,4 @@ mod sources;
 mod status;
 mod tiers_support;
 mod warm;
+mod xsp;

@@ -1,0 +1,278 @@
+//! XSP pages (issue #28): every core element, the built-in taglibs
+//! (`request`, `param`, `cookie`, `util`), the errors (page, line, tag),
+//! and how the cache treats an XSP front (never stored; in incremental
+//! mode the stages after it hit when it repeats itself), in every mode.
+
+use std::path::{Path, PathBuf};
+
+use axle::CacheMode;
+use reqwest::Method;
+
+use crate::support::{MODES, Resp, TestServer, copy_dir};
+
+/// A copy of `tests/fixtures/xsp`.
+fn site() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/xsp"),
+        &root,
+    );
+    let root = root.canonicalize().unwrap();
+    (dir, root)
+}
+
+async fn get(server: &TestServer, path: &str, headers: &[(&str, &str)]) -> Resp {
+    server.request(Method::GET, path, headers).await
+}
+
+/// The body without its XML declaration.
+fn body(r: &Resp) -> String {
+    let text = r.text();
+    match text.find("?>\n") {
+        Some(at) if text.starts_with("<?xml") => text[at + 3..].trim_end().to_string(),
+        _ => text.trim_end().to_string(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_core_elements_compile_to_the_expected_document() {
+    let (_dir, root) = site();
+    let server = TestServer::start(&root, CacheMode::Incremental).await;
+    let r = get(&server, "/core.xml", &[]).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.header("content-type"), "text/xml; charset=UTF-8");
+    assert_eq!(
+        body(&r),
+        concat!(
+            "<page xmlns:x=\"urn:x\" x:a=\"1\" b=\"{kept}\">",
+            "<sum>3</sum>",
+            "<text>  spaced  </text>",
+            "<made k=\"v6\">body</made>",
+            "<n2>named</n2>",
+            "<inner/>",
+            "<?note hi?>",
+            "<!--c-->",
+            "<x:q>ns</x:q>",
+            "<yes/>",
+            "<quote>it's \"q\"</quote>",
+            "</page>"
+        )
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_request_and_param_taglibs_read_the_request() {
+    let (_dir, root) = site();
+    let server = TestServer::start(&root, CacheMode::Incremental).await;
+    let r = get(
+        &server,
+        "/request.xml?name=Ann%20%3Cb%3E&v=1&v=2",
+        &[("x-test", "header value")],
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let b = body(&r);
+    for expected in [
+        "<p>Ann &lt;b&gt;</p>",
+        "<d>fallback</d>",
+        "<e>Ann &lt;b&gt;</e>",
+        "<pv><xsp-request:parameter-values xmlns:xsp-request=\"http://apache.org/xsp/request/2.0\" name=\"v\"><xsp-request:value>1</xsp-request:value><xsp-request:value>2</xsp-request:value></xsp-request:parameter-values></pv>",
+        "<xsp-request:name>name</xsp-request:name><xsp-request:name>v</xsp-request:name>",
+        "<h>header value</h>",
+        "<m>GET</m>",
+        "<u>/request.xml</u>",
+        "<q>name=Ann%20%3Cb%3E&amp;v=1&amp;v=2</q>",
+        "<a>127.0.0.1</a>",
+        "<s>127.0.0.1</s>",
+        "<ax>Ann &lt;b&gt;</ax>",
+        "<dyn>Ann &lt;b&gt;</dyn>",
+    ] {
+        assert!(b.contains(expected), "{expected} missing from {b}");
+    }
+    // A POSTed form's fields are parameters too.
+    let posted = reqwest::Client::new()
+        .post(server.url("/request.xml"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("name=Bo&v=9")
+        .send()
+        .await
+        .unwrap();
+    let posted = Resp::of(posted).await;
+    assert_eq!(posted.status, 200, "{}", posted.text());
+    assert!(body(&posted).contains("<p>Bo</p>"), "{}", posted.text());
+    assert!(body(&posted).contains("<m>POST</m>"), "{}", posted.text());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_cookie_taglib_reads_and_sets_cookies() {
+    let (_dir, root) = site();
+    let server = TestServer::start(&root, CacheMode::Incremental).await;
+    let r = get(&server, "/cookie.xml", &[]).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(body(&r).contains("<seen/>"), "{}", r.text());
+    let set: Vec<String> = r
+        .headers
+        .get_all("set-cookie")
+        .iter()
+        .map(|v| v.to_str().unwrap().to_string())
+        .collect();
+    assert_eq!(set.len(), 1, "{set:?}");
+    assert!(set[0].starts_with("seen=yes; Path=/; Expires="), "{set:?}");
+    assert!(set[0].ends_with(" GMT"), "{set:?}");
+    assert_eq!(r.header("cache-control"), "no-store");
+
+    // A request value is a cookie's value, encoded; never its attributes.
+    let r = get(
+        &server,
+        "/cookie.xml?who=a%3B%20Domain%3Devil.example",
+        &[("cookie", "seen=before")],
+    )
+    .await;
+    assert!(body(&r).contains("<seen>before</seen>"), "{}", r.text());
+    let set: Vec<String> = r
+        .headers
+        .get_all("set-cookie")
+        .iter()
+        .map(|v| v.to_str().unwrap().to_string())
+        .collect();
+    assert_eq!(set.len(), 2, "{set:?}");
+    assert_eq!(
+        set[1], "who=a%3B%20Domain%3Devil.example; Path=/x",
+        "{set:?}"
+    );
+
+    // A cookie name from the request that is not a token: an error page
+    // naming the place; the server goes on.
+    let r = get(&server, "/badcookie.xml?n=a%3Bb", &[]).await;
+    assert_eq!(r.status, 500, "{}", r.text());
+    assert!(r.text().contains("badcookie.xml, line 5"), "{}", r.text());
+    assert!(r.text().contains("is not a cookie name"), "{}", r.text());
+    assert!(r.header("set-cookie").is_empty());
+    assert_eq!(get(&server, "/cookie.xml", &[]).await.status, 200);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_util_taglib_gives_the_time_a_file_and_another_url() {
+    let (_dir, root) = site();
+    let server = TestServer::start(&root, CacheMode::Incremental).await;
+    let r = get(&server, "/util.xml", &[]).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let b = body(&r);
+    let year = chrono_year();
+    assert!(b.contains(&format!("<year>{year}</year>")), "{b}");
+    assert!(b.contains("<file><part>included</part></file>"), "{b}");
+    assert!(b.contains("<uri><wrapped>inner</wrapped></uri>"), "{b}");
+    // An included file is a dependency: an edit shows at once.
+    std::fs::write(root.join("inc/part.xml"), "<part>edited</part>\n").unwrap();
+    let r = get(&server, "/util.xml", &[]).await;
+    assert!(body(&r).contains("<part>edited</part>"), "{}", r.text());
+}
+
+/// The current year, by the system clock.
+fn chrono_year() -> i64 {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    // Civil year from days since the epoch (Howard Hinnant's algorithm).
+    let days = secs.div_euclid(86_400);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    yoe + era * 400 + i64::from(month <= 2)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn errors_name_the_page_line_and_tag_and_the_server_goes_on() {
+    let (_dir, root) = site();
+    let server = TestServer::start(&root, CacheMode::Incremental).await;
+    for (path, expected) in [
+        (
+            "/logic.xml",
+            "XSP page /logic.xml, line 5, &lt;xsp:logic&gt;: xsp:logic is not supported",
+        ),
+        (
+            "/badexpr.xml",
+            "XSP page /badexpr.xml, line 5, &lt;xsp:expr&gt;: `1 +* 2` is not an XPath 1.0 expression",
+        ),
+        (
+            "/runtime.xml",
+            "XSP page /runtime.xml, line 5, &lt;xsp:expr&gt;: runtime error: Variable 'nope' has not been declared",
+        ),
+    ] {
+        let r = get(&server, path, &[]).await;
+        assert_eq!(r.status, 500, "{path}: {}", r.text());
+        assert!(r.text().contains(expected), "{path}: {}", r.text());
+        assert_eq!(get(&server, "/core.xml", &[]).await.status, 200);
+    }
+}
+
+/// An XSP front is never stored; in incremental mode the stages after it
+/// are keyed by its output, so a repeated output hits them; every mode
+/// gives the same bytes.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_xsp_front_is_never_cached_and_its_repeated_output_lets_later_stages_hit() {
+    let (_dir, root) = site();
+    let mut bodies = Vec::new();
+    for mode in MODES {
+        let server = TestServer::start(&root, mode).await;
+        let first = get(&server, "/chain.xml?who=A", &[]).await;
+        let second = get(&server, "/chain.xml?who=A", &[]).await;
+        let other = get(&server, "/chain.xml?who=B", &[]).await;
+        assert_eq!(first.status, 200, "{}", first.text());
+        assert!(
+            first.text().contains("<h1>Hello A</h1>"),
+            "{}",
+            first.text()
+        );
+        assert!(
+            other.text().contains("<h1>Hello B</h1>"),
+            "{}",
+            other.text()
+        );
+        assert_eq!(first.body, second.body);
+        let expected = match mode {
+            CacheMode::Off => ["miss", "miss", "miss"],
+            CacheMode::All => ["uncacheable", "uncacheable", "uncacheable"],
+            CacheMode::Incremental => ["miss", "partial 1/2", "miss"],
+        };
+        assert_eq!(
+            [first.cache(), second.cache(), other.cache()],
+            expected.map(String::from),
+            "{mode:?}"
+        );
+        assert_eq!(first.header("cache-control"), "no-store", "{mode:?}");
+        bodies.push((first.body.clone(), first.comparable_headers()));
+    }
+    assert!(bodies.windows(2).all(|w| w[0] == w[1]), "modes differ");
+}
+
+/// Two requests at once with different parameters each get their own
+/// page: an XSP render is never shared between requests.
+#[tokio::test(flavor = "multi_thread")]
+async fn concurrent_requests_never_share_an_xsp_render() {
+    let (_dir, root) = site();
+    let server = TestServer::start(&root, CacheMode::Incremental).await;
+    let mut set = tokio::task::JoinSet::new();
+    let server = std::sync::Arc::new(server);
+    for i in 0..40 {
+        let server = std::sync::Arc::clone(&server);
+        set.spawn(async move {
+            let r = get(&server, &format!("/chain.xml?who=n{}", i % 4), &[]).await;
+            (i % 4, r)
+        });
+    }
+    while let Some(done) = set.join_next().await {
+        let (n, r) = done.unwrap();
+        assert!(
+            r.text().contains(&format!("<h1>Hello n{n}</h1>")),
+            "{n}: {}",
+            r.text()
+        );
+    }
+}
