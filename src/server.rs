@@ -237,6 +237,15 @@ impl Builder {
         self
     }
 
+    /// Adds `taglib` to the XSP Language (`application/x-xsp`): its
+    /// namespace's elements in XSP pages compile through it
+    /// (`docs/xsp.md`). Taglibs stay across reloads of the configuration
+    /// file.
+    pub fn taglib(mut self, taglib: impl crate::language::xsp::Taglib) -> Self {
+        self.registry.add_taglib(Arc::new(taglib));
+        self
+    }
+
     /// Mounts `provider` at `prefix` (`/live`): every URL under it is
     /// answered from the documents it produces, as a location's `provider`
     /// key would. A mount wins over the configuration file's `provider` at

@@ -34,6 +34,7 @@ pub struct ConfigError {
     pub message: String,
 }
 
+mod esql;
 mod filters;
 mod format;
 mod limits;
@@ -202,6 +203,8 @@ pub struct SiteConfig {
     /// Problems that do not stop the site (a filter's program that cannot
     /// be run yet): warned about at load, refused by `axle check`.
     problems: Vec<ConfigError>,
+    /// Directories never served (an `esql` SQLite database's).
+    private: Vec<PathBuf>,
 }
 
 impl SiteConfig {
@@ -214,7 +217,14 @@ impl SiteConfig {
             limits: LimitSettings::default(),
             merged: Arc::default(),
             problems: Vec::new(),
+            private: Vec::new(),
         }
+    }
+
+    /// Is `path` (canonical) in a directory never served (an `esql`
+    /// SQLite database's), or that directory itself?
+    pub fn is_private(&self, path: &Path) -> bool {
+        self.private.iter().any(|dir| path.starts_with(dir))
     }
 
     /// The `[limits]` the file sets.
@@ -287,6 +297,7 @@ impl SiteConfig {
             };
             filters::register(mime, filter, &mut registry, root, &here, &mut problems)?;
         }
+        let private = esql::register(&format.esql, &mut registry, root, file, text, &spans)?;
         let mut sections = Vec::new();
         for (prefix, section) in format.location {
             let here = Here {
@@ -323,6 +334,7 @@ impl SiteConfig {
             source: Some(file.to_path_buf()),
             merged: Arc::default(),
             problems,
+            private,
         })
     }
 

@@ -4,10 +4,11 @@
 
   Input: the page vocabulary, produced by page.xsl, article.xsl or listing.xsl:
 
-    page @nav (home|articles|trivial|custom|formats|styles|nested|dynamic) @lang
+    page @nav (home|articles|trivial|custom|formats|styles|nested|dynamic|xsp) @lang
       title, subtitle?, byline? (author?, date?), lead?, toc?,
       then blocks and section* (section @id; title @number?; blocks; section*)
-    blocks: para @class?, list @type=ordered|bullet (item*), pre, note, quote @source
+    blocks: para @class?, list @type=ordered|bullet (item*), pre, note, quote @source,
+            form @method @action (field @name @label @type=text|textarea; submit @label)
     toc:    entry* (entry @href @number?; title; entry*)
     inline: em strong code kbd term q link @href date  (rules in common.xsl)
 
@@ -129,6 +130,11 @@
               <xsl:with-param name="key" select="'dynamic'"/>
               <xsl:with-param name="href" select="'/dynamic/'"/>
               <xsl:with-param name="label" select="'Dynamic sources'"/>
+            </xsl:call-template>
+            <xsl:call-template name="nav-item">
+              <xsl:with-param name="key" select="'xsp'"/>
+              <xsl:with-param name="href" select="'/xsp/guestbook.xml'"/>
+              <xsl:with-param name="label" select="'XSP pages'"/>
             </xsl:call-template>
           </ul>
         </nav>
@@ -267,6 +273,30 @@
     <div class="note" role="note">
       <p><strong>Note: </strong><xsl:apply-templates/></p>
     </div>
+  </xsl:template>
+
+  <xsl:template match="form">
+    <form method="{@method}" action="{@action}">
+      <xsl:apply-templates select="field | submit"/>
+    </form>
+  </xsl:template>
+
+  <xsl:template match="field">
+    <p>
+      <label for="{@name}"><xsl:value-of select="@label"/></label><br/>
+      <xsl:choose>
+        <xsl:when test="@type = 'textarea'">
+          <textarea id="{@name}" name="{@name}" rows="4" cols="50" required="required"></textarea>
+        </xsl:when>
+        <xsl:otherwise>
+          <input id="{@name}" name="{@name}" type="text" required="required"/>
+        </xsl:otherwise>
+      </xsl:choose>
+    </p>
+  </xsl:template>
+
+  <xsl:template match="submit">
+    <p><button type="submit"><xsl:value-of select="@label"/></button></p>
   </xsl:template>
 
   <xsl:template match="quote">

@@ -268,7 +268,9 @@ pub fn one_line_reason(detail: &str) -> String {
         .lines()
         .map(str::trim)
         .filter(|l| !l.is_empty())
-        .take_while(|l| !matches!(*l, "Templates:" | "Variables:") && !l.starts_with('#'));
+        .take_while(|l| {
+            !matches!(*l, "Templates:" | "Variables:" | "Detail:") && !l.starts_with('#')
+        });
     let mut reason = lines.next().unwrap_or_default().to_string();
     if let Some(next) = lines.next().filter(|l| !l.starts_with("Bytes:")) {
         let next = match next.split_once(": ") {

@@ -399,6 +399,7 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
     if site
         .source()
         .is_some_and(|file| file == located.path.as_path())
+        || site.is_private(located.path.as_path())
     {
         // The configuration file is never served, whatever the spelling.
         return Err(HttpError::NotFound(path));

@@ -14,6 +14,9 @@ pub struct Registry {
     /// (`application/xml`, `text/xml`: generic XML types browsers also use).
     xml_types: Vec<String>,
     xslt: Arc<dyn Language>,
+    /// The XSP Language with its taglibs (registered for
+    /// `application/x-xsp`; [`Registry::add_taglib`] adds to it).
+    xsp: super::xsp::Xsp,
 }
 
 impl std::fmt::Debug for Registry {
@@ -39,6 +42,7 @@ impl Default for Registry {
             by_type: HashMap::new(),
             xml_types: vec!["application/xml".into(), "text/xml".into()],
             xslt: Arc::clone(&xslt),
+            xsp: super::xsp::Xsp::default(),
         };
         for t in ["text/xsl", "application/xslt+xml", "text/xslt"] {
             r.by_type.insert(t.to_string(), Arc::clone(&xslt));
@@ -47,10 +51,8 @@ impl Default for Registry {
             "application/x-axle-passthru".to_string(),
             Arc::new(Passthru),
         );
-        r.by_type.insert(
-            super::xsp::XSP_TYPE.to_string(),
-            Arc::new(super::xsp::Xsp::default()),
-        );
+        r.by_type
+            .insert(super::xsp::XSP_TYPE.to_string(), Arc::new(r.xsp.clone()));
         r
     }
 }
@@ -62,7 +64,16 @@ impl Registry {
             by_type: HashMap::new(),
             xml_types: Vec::new(),
             xslt: Arc::new(Xslt),
+            xsp: super::xsp::Xsp::default(),
         }
+    }
+
+    /// Adds `taglib` to the XSP Language, and (re)registers that Language
+    /// for `application/x-xsp` (replacing any other Language there).
+    pub fn add_taglib(&mut self, taglib: Arc<dyn super::xsp::Taglib>) {
+        self.xsp = self.xsp.clone().with_taglib(taglib);
+        self.by_type
+            .insert(super::xsp::XSP_TYPE.to_string(), Arc::new(self.xsp.clone()));
     }
 
     /// Maps `mime` (case-insensitive, parameters ignored) to `language`,

@@ -241,6 +241,7 @@ fn documented_keys(reference: &str) -> Keys {
                         || *s == "limits"
                         || s.starts_with("location")
                         || s.starts_with("filter")
+                        || s.starts_with("esql")
                 })
                 .map(str::to_string);
             continue;
@@ -304,6 +305,7 @@ fn the_recorder_finds_every_struct_and_its_keys() {
         places,
         [
             "axle.toml",
+            "esql.\"PREFIX\"",
             "filter.\"PREFIX\"",
             "limits",
             "location.\"PREFIX\"",

@@ -16,6 +16,19 @@ pub(super) struct FileFormat {
     pub(super) limits: Option<LimitsFormat>,
     #[serde(default)]
     pub(super) filter: BTreeMap<String, FilterFormat>,
+    #[serde(default)]
+    pub(super) esql: BTreeMap<String, EsqlFormat>,
+}
+
+/// `[esql.NAME]`: a database XSP pages query (`docs/xsp.md`).
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub(super) struct EsqlFormat {
+    pub(super) url: String,
+    pub(super) max_rows: Option<usize>,
+    pub(super) timeout: Option<String>,
+    pub(super) pool_size: Option<usize>,
+    pub(super) init: Option<PathBuf>,
 }
 
 /// `[filter."MIME type"]`: an external program as the Language of that

@@ -31,3 +31,4 @@ mod status;
 mod tiers_support;
 mod warm;
 mod xsp;
+mod xsp_esql;

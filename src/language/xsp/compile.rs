@@ -141,6 +141,7 @@ pub fn compile(text: &str, url: &str, taglibs: &Taglibs) -> Result<Program, XspE
         expressions: Vec::new(),
         conditions: Vec::new(),
         default_ns: Vec::new(),
+        scopes: Vec::new(),
     };
     c.raw(STYLESHEET_OPEN);
     c.raw(VARIABLES);
@@ -237,6 +238,9 @@ pub struct TagCompiler<'a> {
     conditions: Vec<String>,
     /// The default namespace in force in the output, per open element.
     default_ns: Vec<Option<String>>,
+    /// Values a taglib keeps for the elements inside one of its own
+    /// (key, value), innermost last.
+    scopes: Vec<(String, String)>,
 }
 
 impl<'a> TagCompiler<'a> {
@@ -416,6 +420,27 @@ impl<'a> TagCompiler<'a> {
             place,
         });
         format!("$results[@id='{id}']")
+    }
+
+    /// Opens a scope: `key` is `value` for the elements compiled until
+    /// the matching [`TagCompiler::pop_scope`] (a query's result for the
+    /// tags inside it).
+    pub fn push_scope(&mut self, key: &str, value: String) {
+        self.scopes.push((key.to_string(), value));
+    }
+
+    /// Closes the innermost scope.
+    pub fn pop_scope(&mut self) {
+        self.scopes.pop();
+    }
+
+    /// The innermost value of `key`.
+    pub fn scope(&self, key: &str) -> Option<&str> {
+        self.scopes
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
     }
 
     /// Compiles one node of the page.

@@ -23,6 +23,7 @@ use super::{Language, LanguageError, Resource, Stage, StageContext, StageData, S
 
 mod compile;
 mod context;
+pub mod esql;
 mod taglib;
 mod taglibs;
 
@@ -271,16 +272,18 @@ impl XspStage {
                 page: &self.page,
             };
             let content = lib.run(&call).map_err(|e| {
-                if let Some(detail) = &e.detail {
-                    tracing::warn!(page = %self.page, line = spec.place.line, tag = %spec.place.tag, detail = %detail, "XSP task failed");
+                let public = XspError {
+                    place: spec.place.clone(),
+                    message: e.public.clone(),
                 }
-                LanguageError::Failed(
-                    XspError {
-                        place: spec.place.clone(),
-                        message: e.public.clone(),
-                    }
-                    .to_string(),
-                )
+                .to_string();
+                // The detail (a database's own message) follows a
+                // `Detail:` line: the log and `debug-errors` pages have
+                // it, other error pages stop before it.
+                LanguageError::Failed(match &e.detail {
+                    Some(detail) => format!("{public}\nDetail:\n{detail}"),
+                    None => public,
+                })
             })?;
             if roxmltree::Document::parse(&format!("<r>{content}</r>")).is_err() {
                 return Err(LanguageError::Failed(

@@ -127,7 +127,10 @@ pub fn escape(text: &str) -> String {
             '<' => s.push_str("&lt;"),
             '>' => s.push_str("&gt;"),
             '"' => s.push_str("&quot;"),
-            '\t' | '\n' | '\r' => s.push(c),
+            // A CR kept as a reference: a parser would turn a raw one
+            // (and CR LF) into LF.
+            '\r' => s.push_str("&#13;"),
+            '\t' | '\n' => s.push(c),
             c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => s.push('\u{FFFD}'),
             c => s.push(c),
         }
