@@ -32,3 +32,4 @@ mod tiers_support;
 mod warm;
 mod xsp;
 mod xsp_esql;
+mod xsp_postgres;

@@ -255,9 +255,24 @@ fn run_sqlite(
 /// PostgreSQL, through a pool of client connections (no TLS: a server on
 /// loopback or a private network).
 struct Postgres {
-    pool: r2d2::Pool<PostgresConnectionManager<NoTls>>,
+    /// Always Some but in `drop`.
+    pool: Option<r2d2::Pool<PostgresConnectionManager<NoTls>>>,
     max_rows: usize,
     timeout: Duration,
+}
+
+impl Drop for Postgres {
+    /// The pool's connections are closed on a thread of their own: a
+    /// `postgres` client blocks on its own runtime when it closes, which
+    /// panics on a thread that drives async tasks (a configuration reload
+    /// drops the old pools there).
+    fn drop(&mut self) {
+        if let Some(pool) = self.pool.take() {
+            let _ = std::thread::Builder::new()
+                .name("axle-esql-close".into())
+                .spawn(move || drop(pool));
+        }
+    }
 }
 
 impl Postgres {
@@ -273,7 +288,7 @@ impl Postgres {
             .connection_timeout(c.timeout)
             .build_unchecked(manager);
         Ok(Postgres {
-            pool,
+            pool: Some(pool),
             max_rows: c.max_rows,
             timeout: c.timeout,
         })
@@ -363,6 +378,8 @@ impl Backend for Postgres {
     fn run(&self, parts: &[String], values: &[(ParamType, &str)]) -> Result<Outcome, DbError> {
         let mut client = self
             .pool
+            .as_ref()
+            .ok_or_else(|| DbError::Unavailable("closed".into()))?
             .get()
             .map_err(|e| DbError::Unavailable(e.to_string()))?;
         let millis = self.timeout.as_millis().max(1);
