@@ -36,8 +36,9 @@
 //!   or Axle's version changed; the others are kept.
 //!
 //! Skipped: `axle.toml`, dot-files and dot-directories, symbolic links to
-//! directories, and every location with a dynamic `provider` (its documents
-//! exist only per request).
+//! directories, every location with a dynamic `provider` (its documents
+//! exist only per request), and every page the server says is made per
+//! request (`Cache-Control: no-store`: XSP pages, uncacheable stages).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::IsTerminal;
@@ -752,7 +753,7 @@ impl Ctx {
     }
 
     /// GET `url` through the server's handler: status, Content-Type, body.
-    async fn get(&self, url: &str, media: Option<&str>) -> Result<(u16, String, Bytes), String> {
+    async fn get(&self, url: &str, media: Option<&str>) -> Result<Got, String> {
         use http_body_util::BodyExt;
         use tower::ServiceExt;
         let mut request = ::http::Request::builder()
@@ -771,6 +772,12 @@ impl Ctx {
             Err(never) => match never {},
         };
         let status = response.status().as_u16();
+        // `no-store`: made per request (an XSP page, an uncacheable stage).
+        let per_request = response
+            .headers()
+            .get(::http::header::CACHE_CONTROL)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.contains("no-store"));
         let content_type = response
             .headers()
             .get(::http::header::CONTENT_TYPE)
@@ -783,8 +790,22 @@ impl Ctx {
             .await
             .map_err(|e| e.to_string())?
             .to_bytes();
-        Ok((status, content_type, body))
+        Ok(Got {
+            status,
+            content_type,
+            body,
+            per_request,
+        })
     }
+}
+
+/// A response to an export's GET.
+struct Got {
+    status: u16,
+    content_type: String,
+    body: Bytes,
+    /// `Cache-Control: no-store`: made per request.
+    per_request: bool,
 }
 
 fn decoded(path: &str) -> String {
@@ -821,10 +842,22 @@ async fn run(ctx: &Ctx, job: Job) -> Done {
         })
     };
     let deps = ctx.deps(&job).await;
-    let (status, content_type, body) = match ctx.get(&job.url, job.media()).await {
+    let Got {
+        status,
+        content_type,
+        body,
+        per_request,
+    } = match ctx.get(&job.url, job.media()).await {
         Ok(r) => r,
         Err(e) => return fail(0, e),
     };
+    if per_request && (200..300).contains(&status) {
+        // A page made for each request (an XSP page, an uncacheable
+        // stage) has no one static form: listed, not written.
+        return Done::NotServed(String::from(
+            "made per request (Cache-Control: no-store)",
+        ));
+    }
     if !(200..300).contains(&status) {
         if let Kind::Static(_) = job.kind {
             // A file the server does not serve (refused, or not found

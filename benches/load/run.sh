@@ -18,7 +18,9 @@
 #   SCENARIOS         subset, in any order (default: all, in this order):
 #                     "doc trivial hello pairs shared c1000 churn dynamic
 #                     dynamic-front heavy site compression warm-restart
-#                     disk-hit"
+#                     disk-hit xsp"
+#   XSP_ROUNDS        interleaved rounds of the xsp scenario (default
+#                     PAIR_ROUNDS), each PAIR_DURATION long
 #   PAIR_ROUNDS       interleaved rounds of the pairs scenario and of the
 #                     dynamic (article) pair (default 9); PAIR_DURATION
 #                     their length (default 3s), PAIR_WARMUP the unrecorded
@@ -71,12 +73,13 @@ set -euo pipefail
 
 DURATION=${DURATION:-10s}
 WARMUP=${WARMUP:-2s}
-ALL_SCENARIOS="doc trivial hello pairs shared c1000 churn dynamic dynamic-front heavy site compression warm-restart disk-hit"
+ALL_SCENARIOS="doc trivial hello pairs shared c1000 churn dynamic dynamic-front heavy site compression warm-restart disk-hit xsp"
 SCENARIOS=${SCENARIOS:-$ALL_SCENARIOS}
 PAIR_ROUNDS=${PAIR_ROUNDS:-9}
 PAIR_DURATION=${PAIR_DURATION:-3s}
 PAIR_WARMUP=${PAIR_WARMUP:-1s}
 FRONT_ROUNDS=${FRONT_ROUNDS:-$PAIR_ROUNDS}
+XSP_ROUNDS=${XSP_ROUNDS:-$PAIR_ROUNDS}
 FRONT_DURATION=${FRONT_DURATION:-$PAIR_DURATION}
 FRONT_WARMUP=${FRONT_WARMUP:-$PAIR_WARMUP}
 FRONT_GROUPS=${FRONT_GROUPS:-cmd-repeat cmd-change up-repeat up-change}
@@ -1110,6 +1113,48 @@ scenario_dynamic_front() {
     stop_pid "$backend"
 }
 
+# --- xsp: an XSP front before the article chain ---------------------------------------------
+# The sample article made by an XSP page (the same elements, as literal
+# content of xsp:page, plus one xsp:expr), then article.xsl and
+# layout.xsl. The XSP stage runs on every request in every mode; its
+# output repeats, so incremental serves article.xsl and layout.xsl from
+# the cache (partial 1/3) while all computes the three stages each time
+# (uncacheable).
+scenario_xsp() {
+    local base=$WORK/xsp
+    local site=$base/site mode
+    mkdir -p "$base"
+    cp -r samples "$site"
+    perl -0pe 's{<\?xml-stylesheet href="/stylesheets/article.xsl"}{<?xml-stylesheet href="." type="application/x-xsp"?>\n<?xml-stylesheet href="/stylesheets/article.xsl"}; s{<article\b([^>]*)>}{<xsp:page xmlns:xsp="http://apache.org/xsp/core/v1"><article$1><!-- made by XSP: <xsp:expr>1+2</xsp:expr> -->}; s{</article>\s*$}{</article></xsp:page>\n}' \
+        "samples$FRONT_DOC" >"$site/articles/xsp.xml"
+    grep -q 'application/x-xsp' "$site/articles/xsp.xml" || die "xsp: could not make the XSP article from samples$FRONT_DOC"
+    local url=/articles/xsp.xml
+    local -A P S
+    for mode in off all incremental; do
+        start_axle "xsp-$mode" "$site" "$mode"
+        P[$mode]=$AX_PORT
+        S[$mode]=$AX_PID
+    done
+    [[ $(curl -sS -o "$REF/xsp" -w '%{http_code}' "http://$HOST:${P[off]}$url") == 200 ]] ||
+        die "xsp: axle (off) does not serve $url (see $WORK/logs/axle-xsp-off.log)"
+    grep -q 'A short history of XML publishing pipelines' "$REF/xsp" || die "xsp: the article's title is not on $url"
+    check xsp article "$url" "$REF/xsp" before axle-off "${P[off]}" axle-all "${P[all]}" axle-incremental "${P[incremental]}"
+    add type=note "text=xsp: the sample article as an XSP page (its elements as the literal content of xsp:page, plus one xsp:expr) before article.xsl and layout.xsl; the XSP stage runs on every request and its output repeats. $XSP_ROUNDS rounds of off, all and incremental, $PAIR_DURATION each after $PAIR_WARMUP, the order rotated every round, c = $CONNECTIONS"
+    local round i m
+    local modes=(off all incremental)
+    CELL_ENV=(BENCH_COUNT_CACHE=1)
+    for ((round = 1; round <= XSP_ROUNDS; round++)); do
+        for i in 0 1 2; do
+            m=${modes[$(((round - 1 + i) % 3))]}
+            WARMUP=$PAIR_WARMUP DURATION=$PAIR_DURATION cell xsp article "axle-$m" keep-alive "$CONNECTIONS" \
+                "${P[$m]}" "${S[$m]}" "$url" "round=$round"
+        done
+    done
+    CELL_ENV=()
+    check xsp article "$url" "$REF/xsp" after axle-off "${P[off]}" axle-all "${P[all]}" axle-incremental "${P[incremental]}"
+    for mode in off all incremental; do stop_pid "${S[$mode]}"; done
+}
+
 # --- heavy: DocBook and xmlspec from the libxslt suite ---------------------------------------
 scenario_heavy() {
     local site=$WORK/heavy/site mode
@@ -1629,6 +1674,11 @@ for scen in $ALL_SCENARIOS; do
         stop_main
         sample_busy "before dynamic-front"
         scenario_dynamic_front
+        ;;
+    xsp)
+        stop_main
+        sample_busy "before xsp"
+        scenario_xsp
         ;;
     heavy)
         stop_main

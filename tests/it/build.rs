@@ -70,6 +70,13 @@ async fn every_exported_file_is_what_the_server_sends() {
     for prefix in ["/live", "/post", "/mirror"] {
         assert!(stdout.contains(&format!("skipped {prefix} ")), "{stdout}");
     }
+    // Pages made per request (XSP) are listed, not written.
+    for page in ["/xsp/hello.xml", "/xsp/guestbook.xml"] {
+        assert!(
+            stdout.contains(&format!("skipped {page}: made per request")),
+            "{stdout}"
+        );
+    }
     let entries = manifest(&out);
     let urls: BTreeSet<&str> = entries.iter().map(|e| e["url"].as_str().unwrap()).collect();
     for expected in [
