@@ -15,6 +15,14 @@ const POLL_START: Duration = Duration::from_millis(5);
 /// The longest wait between polls.
 const POLL_CAP: Duration = Duration::from_millis(50);
 
+/// Takes the lock (`SET NX PX`), or finds it already this instance's:
+/// 1 if this instance holds it now. Re-entrant because one request may
+/// ask the tiers twice for one key (incremental mode looks the response
+/// key up before its walk, then again as the walk's last stage): the
+/// second ask must not wait for the lock its own first ask took.
+pub(super) const TAKE: &str = "if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 \
+     elseif redis.call('get', KEYS[1]) == ARGV[1] then return 1 else return 0 end";
+
 /// Releases a lock only if it still holds this instance's token.
 pub(super) const RELEASE: &str = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
 

@@ -40,8 +40,8 @@ pub(super) enum LinkError {
     /// The connection failed (Redis is now taken for down).
     #[error("the shared cache's connection failed: {0}")]
     Connection(redis::RedisError),
-    /// Redis answered with an error (out of memory, a wrong type): it is
-    /// up, this operation failed.
+    /// Redis answered with an error (out of memory, a wrong type, a reply
+    /// of the wrong shape): it is up, this operation failed.
     #[error("the shared cache refused: {0}")]
     Refused(redis::RedisError),
     /// The link's runtime is gone (the server is stopping).
@@ -186,10 +186,12 @@ impl Link {
             let result = match tokio::time::timeout(timeout, op(conn)).await {
                 Err(_) => Err(LinkError::Timeout(timeout)),
                 Ok(Ok(v)) => Ok(v),
-                Ok(Err(e)) if matches!(e.kind(), redis::ErrorKind::Server(_)) => {
-                    Err(LinkError::Refused(e))
+                Ok(Err(e)) if e.is_io_error() || e.is_connection_dropped() => {
+                    Err(LinkError::Connection(e))
                 }
-                Ok(Err(e)) => Err(LinkError::Connection(e)),
+                // An answer, if an error (out of memory, a wrong type):
+                // Redis is up.
+                Ok(Err(e)) => Err(LinkError::Refused(e)),
             };
             if let Err(e) = &result {
                 state.errors.fetch_add(1, Ordering::Relaxed);

@@ -154,8 +154,8 @@ impl RedisTier {
             .await
     }
 
-    /// Takes the lock on `key` for `lock_wait`: true if this instance has
-    /// it now (and so computes).
+    /// Takes the lock on `key` for `lock_wait` (or finds it already this
+    /// instance's): true if this instance has it now (and so computes).
     async fn take_lock(&self, key: &Key) -> Result<bool, LinkError> {
         let (lock, token) = (self.lock_key(key), self.token.clone());
         let ms = u64::try_from(self.lock_wait.as_millis())
@@ -163,17 +163,17 @@ impl RedisTier {
             .max(1);
         self.link
             .run(move |mut c| async move {
-                redis::cmd("SET")
+                redis::cmd("EVAL")
+                    .arg(flight::TAKE)
+                    .arg(1)
                     .arg(lock)
                     .arg(token)
-                    .arg("NX")
-                    .arg("PX")
                     .arg(ms)
-                    .query_async::<Option<String>>(&mut c)
+                    .query_async::<i64>(&mut c)
                     .await
             })
             .await
-            .map(|ok| ok.is_some())
+            .map(|took| took == 1)
     }
 
     /// A loser's wait: polls for the value (and whether the lock is still
