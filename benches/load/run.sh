@@ -318,7 +318,8 @@ start_listening() {
     start_bg "$SERVER_CPU" "$out" "$@"
     AX_PID=$STARTED_PID
     for i in $(seq 1 200); do
-        port=$(sed -n "s#.*on http://$HOST:\([0-9][0-9]*\)/.*#\1#p" "$out" | head -n1)
+        # (not the admin listener's line, which may come first)
+        port=$({ grep -v 'admin listener' "$out" || true; } | sed -n "s#.*on http://$HOST:\([0-9][0-9]*\)/.*#\1#p" | head -n1)
         [[ -n $port ]] && break
         kill -0 "$AX_PID" 2>/dev/null || { cat "$out" >&2; die "$name exited at start-up"; }
         sleep 0.1
@@ -1532,7 +1533,7 @@ sc_stats() {
 # redis_ping PORT: true once redis-server answers PONG on PORT
 redis_ping() {
     local reply=""
-    exec 9<>"/dev/tcp/$HOST/$1" 2>/dev/null || return 1
+    { exec 9<>"/dev/tcp/$HOST/$1"; } 2>/dev/null || return 1
     printf 'PING\r\n' >&9
     read -r -t 1 reply <&9 || true
     exec 9<&- 9>&-
