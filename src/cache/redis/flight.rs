@@ -15,13 +15,92 @@ const POLL_START: Duration = Duration::from_millis(5);
 /// The longest wait between polls.
 const POLL_CAP: Duration = Duration::from_millis(50);
 
-/// Takes the lock (`SET NX PX`), or finds it already this instance's:
-/// 1 if this instance holds it now. Re-entrant because one request may
-/// ask the tiers twice for one key (incremental mode looks the response
-/// key up before its walk, then again as the walk's last stage): the
-/// second ask must not wait for the lock its own first ask took.
-pub(super) const TAKE: &str = "if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 \
-     elseif redis.call('get', KEYS[1]) == ARGV[1] then return 1 else return 0 end";
+/// One round trip for a lookup: the value under `KEYS[1]` if there is
+/// one (`{1, value}`); else, unless `ARGV[3]` is `0` (no locking: `{0}`),
+/// takes the lock `KEYS[2]` (`SET NX PX ARGV[2]` with the token
+/// `ARGV[1]`) or finds it already this instance's (`{2}`: this instance
+/// computes), or finds another instance's (`{3}`: wait for its value).
+pub(super) const LOOKUP: &str = "local v = redis.call('get', KEYS[1]) \
+     if v then return {1, v} end \
+     if ARGV[3] == '0' then return {0} end \
+     if redis.call('set', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return {2} end \
+     if redis.call('get', KEYS[2]) == ARGV[1] then return {2} end \
+     return {3}";
+
+/// What [`LOOKUP`] found.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Lookup {
+    /// The value.
+    Value(Vec<u8>),
+    /// No value, and no locking asked for.
+    Miss,
+    /// No value; this instance holds the lock now: it computes.
+    Mine,
+    /// No value; another instance holds the lock: wait for its value.
+    Theirs,
+}
+
+impl redis::FromRedisValue for Lookup {
+    fn from_redis_value(v: redis::Value) -> Result<Self, redis::ParsingError> {
+        let bad = || redis::ParsingError::from("an unexpected lookup reply");
+        let redis::Value::Array(items) = v else {
+            return Err(bad());
+        };
+        let mut items = items.into_iter();
+        let tag = match items.next() {
+            Some(redis::Value::Int(n)) => n,
+            _ => return Err(bad()),
+        };
+        match (tag, items.next()) {
+            (1, Some(redis::Value::BulkString(bytes))) => Ok(Lookup::Value(bytes)),
+            (0, None) => Ok(Lookup::Miss),
+            (2, None) => Ok(Lookup::Mine),
+            (3, None) => Ok(Lookup::Theirs),
+            _ => Err(bad()),
+        }
+    }
+}
+
+/// The keys this instance holds the lock of (taken less than `lock-wait`
+/// ago, not yet released by a `put`): asked again for one of them (the
+/// same request's second ask, or another request joining the
+/// computation), the tier answers "miss" without a round trip.
+#[derive(Debug, Default)]
+pub(super) struct Held(
+    std::sync::Mutex<std::collections::HashMap<crate::cache::Key, std::time::Instant>>,
+);
+
+/// Held keys kept before old ones are swept out.
+const HELD_SWEEP: usize = 4096;
+
+impl Held {
+    /// Records that this instance took the lock of `key` now.
+    pub(super) fn mark(&self, key: crate::cache::Key, lock_wait: Duration) {
+        let Ok(mut held) = self.0.lock() else { return };
+        let now = std::time::Instant::now();
+        if held.len() >= HELD_SWEEP {
+            held.retain(|_, at| now.duration_since(*at) < lock_wait);
+        }
+        held.insert(key, now);
+    }
+
+    /// Whether this instance holds the lock of `key` (taken less than
+    /// `lock_wait` ago).
+    pub(super) fn holds(&self, key: &crate::cache::Key, lock_wait: Duration) -> bool {
+        self.0
+            .lock()
+            .ok()
+            .and_then(|held| held.get(key).copied())
+            .is_some_and(|at| at.elapsed() < lock_wait)
+    }
+
+    /// Forgets `key` (its value was written, or given up).
+    pub(super) fn forget(&self, key: &crate::cache::Key) {
+        if let Ok(mut held) = self.0.lock() {
+            held.remove(key);
+        }
+    }
+}
 
 /// Releases a lock only if it still holds this instance's token.
 pub(super) const RELEASE: &str = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
@@ -73,6 +152,42 @@ mod tests {
         }
         let first: Vec<Duration> = poll_waits(Duration::from_secs(1)).take(3).collect();
         assert_eq!(first, [POLL_START, POLL_START * 2, POLL_START * 4]);
+    }
+
+    #[test]
+    fn a_held_key_is_held_for_lock_wait_at_most() {
+        let held = Held::default();
+        let key = crate::cache::KeyBuilder::new("k").finish();
+        let wait = Duration::from_millis(50);
+        assert!(!held.holds(&key, wait));
+        held.mark(key, wait);
+        assert!(held.holds(&key, wait));
+        std::thread::sleep(wait);
+        assert!(!held.holds(&key, wait), "expired with its lock");
+        held.mark(key, wait);
+        held.forget(&key);
+        assert!(!held.holds(&key, wait), "released by a put");
+    }
+
+    #[test]
+    fn lookup_replies_parse_and_odd_ones_are_refused() {
+        use redis::{FromRedisValue, Value};
+        let parse = |v| Lookup::from_redis_value(v).ok();
+        assert_eq!(
+            parse(Value::Array(vec![
+                Value::Int(1),
+                Value::BulkString(b"v".to_vec())
+            ])),
+            Some(Lookup::Value(b"v".to_vec()))
+        );
+        assert_eq!(parse(Value::Array(vec![Value::Int(0)])), Some(Lookup::Miss));
+        assert_eq!(parse(Value::Array(vec![Value::Int(2)])), Some(Lookup::Mine));
+        assert_eq!(
+            parse(Value::Array(vec![Value::Int(3)])),
+            Some(Lookup::Theirs)
+        );
+        assert_eq!(parse(Value::Array(vec![Value::Int(1)])), None);
+        assert_eq!(parse(Value::Nil), None);
     }
 
     #[test]

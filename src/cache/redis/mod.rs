@@ -60,6 +60,7 @@ pub struct RedisTier {
     max_entry: u64,
     lock_wait: Duration,
     token: String,
+    held: flight::Held,
     rejected: AtomicU64,
     dropped: AtomicU64,
     write_errors: AtomicU64,
@@ -94,6 +95,7 @@ impl RedisTier {
             max_entry: settings.max_entry,
             lock_wait: settings.lock_wait,
             token: flight::token(),
+            held: flight::Held::default(),
             rejected: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
             write_errors: AtomicU64::new(0),
@@ -154,26 +156,25 @@ impl RedisTier {
             .await
     }
 
-    /// Takes the lock on `key` for `lock_wait` (or finds it already this
-    /// instance's): true if this instance has it now (and so computes).
-    async fn take_lock(&self, key: &Key) -> Result<bool, LinkError> {
-        let (lock, token) = (self.lock_key(key), self.token.clone());
-        let ms = u64::try_from(self.lock_wait.as_millis())
-            .unwrap_or(u64::MAX)
-            .max(1);
+    /// The value under `key`, or (locking unless `lock_wait` is 0) who
+    /// computes it: one round trip.
+    async fn lookup(&self, key: &Key) -> Result<flight::Lookup, LinkError> {
+        let (value, lock, token) = (self.value_key(key), self.lock_key(key), self.token.clone());
+        let ms = u64::try_from(self.lock_wait.as_millis()).unwrap_or(u64::MAX);
         self.link
             .run(move |mut c| async move {
                 redis::cmd("EVAL")
-                    .arg(flight::TAKE)
-                    .arg(1)
+                    .arg(flight::LOOKUP)
+                    .arg(2)
+                    .arg(value)
                     .arg(lock)
                     .arg(token)
                     .arg(ms)
-                    .query_async::<i64>(&mut c)
+                    .arg(if ms == 0 { "0" } else { "1" })
+                    .query_async::<flight::Lookup>(&mut c)
                     .await
             })
             .await
-            .map(|took| took == 1)
     }
 
     /// A loser's wait: polls for the value (and whether the lock is still
@@ -288,26 +289,29 @@ impl Cache for RedisTier {
 
     fn get<'a>(&'a self, key: &'a Key) -> BoxFuture<'a, Option<Arc<Entry>>> {
         Box::pin(async move {
-            let name = self.value_key(key);
-            match self.get_value(&name).await {
-                Ok(Some(bytes)) => return self.decode_or_drop(key, &name, bytes).await,
-                Ok(None) => {}
-                Err(_) => return None,
-            }
-            if self.lock_wait.is_zero() {
+            if self.held.holds(key, self.lock_wait) {
+                // This instance is computing it (this request's first ask
+                // took the lock, or another request's did).
                 return None;
             }
-            match self.take_lock(key).await {
-                // This instance computes; its `put` releases the lock.
-                Ok(true) => None,
-                Ok(false) => self.wait_for(key).await,
-                Err(_) => None,
+            match self.lookup(key).await {
+                Ok(flight::Lookup::Value(bytes)) => {
+                    self.decode_or_drop(key, &self.value_key(key), bytes).await
+                }
+                Ok(flight::Lookup::Mine) => {
+                    // This instance computes; its `put` releases the lock.
+                    self.held.mark(*key, self.lock_wait);
+                    None
+                }
+                Ok(flight::Lookup::Theirs) => self.wait_for(key).await,
+                Ok(flight::Lookup::Miss) | Err(_) => None,
             }
         })
     }
 
     fn put(&self, key: Key, entry: Arc<Entry>) -> BoxFuture<'_, ()> {
         Box::pin(async move {
+            self.held.forget(&key);
             if entry.elided {
                 return;
             }
