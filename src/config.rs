@@ -8,8 +8,10 @@ use std::path::PathBuf;
 use crate::ffi::Limits;
 
 mod limits;
+mod shared_cache;
 
 pub use limits::{HttpLimits, RenderLimits, parse_duration};
+pub use shared_cache::SharedCacheFlags;
 
 /// How transform results are cached (chosen at start-up, `--cache`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]

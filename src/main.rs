@@ -123,57 +123,6 @@ struct LimitArgs {
     max_per_url: Option<usize>,
 }
 
-/// `serve`'s shared tier in Redis (docs/cache.md#the-shared-tier-redis);
-/// each flag wins over the same key of `axle.toml`'s `[shared-cache]`.
-#[derive(clap::Args, Debug)]
-struct SharedCacheArgs {
-    /// Share rendered responses between instances through Redis at
-    /// redis://HOST:PORT[/DB], below memory and disk. Off by default.
-    #[arg(long, value_name = "URL")]
-    shared_cache: Option<String>,
-    /// Put before every key, so several sites can share one Redis. [default: axle:]
-    #[arg(long, value_name = "PREFIX")]
-    shared_cache_prefix: Option<String>,
-    /// Expiry set on every stored response. [default: 24h]
-    #[arg(long, value_parser = parse_duration)]
-    shared_cache_ttl: Option<Duration>,
-    /// The largest entry stored in Redis (inclusive); larger ones are not. [default: 8MiB]
-    #[arg(long, value_parser = parse_size)]
-    shared_cache_max_entry: Option<u64>,
-    /// The most one Redis operation may take. [default: 100ms]
-    #[arg(long, value_parser = parse_duration)]
-    shared_cache_timeout: Option<Duration>,
-    /// How long a miss waits for another instance computing the same
-    /// response. [default: 2s]
-    #[arg(long, value_parser = parse_duration)]
-    shared_cache_lock_wait: Option<Duration>,
-}
-
-impl SharedCacheArgs {
-    /// Writes the flags given into `config`, over the file's settings.
-    fn apply(&self, config: &mut ServeConfig) {
-        let s = &mut config.shared_cache;
-        if let Some(v) = &self.shared_cache {
-            s.url = Some(v.clone());
-        }
-        if let Some(v) = &self.shared_cache_prefix {
-            s.prefix = v.clone();
-        }
-        if let Some(v) = self.shared_cache_ttl {
-            s.ttl = v;
-        }
-        if let Some(v) = self.shared_cache_max_entry {
-            s.max_entry = v;
-        }
-        if let Some(v) = self.shared_cache_timeout {
-            s.timeout = v;
-        }
-        if let Some(v) = self.shared_cache_lock_wait {
-            s.lock_wait = v;
-        }
-    }
-}
-
 impl LimitArgs {
     /// Writes the limits given on the command line into `config`, over
     /// what it holds (the defaults, then the configuration file's).
@@ -278,7 +227,7 @@ enum Command {
         #[command(flatten)]
         limits: Box<LimitArgs>,
         #[command(flatten)]
-        shared: Box<SharedCacheArgs>,
+        shared: Box<axle::config::SharedCacheFlags>,
     },
     /// Render every document of a site to static files under OUT, as the
     /// server sends them (OUT/axle-manifest.json lists them; a re-run
