@@ -360,12 +360,9 @@ async fn the_entry_size_bound_is_inclusive() {
     assert_eq!(num(&redis_tier(&edge).await["dropped"]), 0);
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_slow_page_asked_of_both_at_once_is_computed_once() {
-    if !have_redis() {
-        return;
-    }
-    let redis = Redis::start();
+/// A site whose `/slow.xml` takes a second to render (a filter stage that
+/// sleeps), and two instances on `redis` with `extra` flags.
+async fn slow_pair(redis: &Redis, extra: &[&str]) -> (TiersSite, Axle, Axle) {
     let site = TiersSite::new();
     site.write(
         "axle.toml",
@@ -378,10 +375,20 @@ async fn a_slow_page_asked_of_both_at_once_is_computed_once() {
         "slow.xml",
         "<?xml version=\"1.0\"?>\n<?xml-stylesheet type=\"application/x-slow\" href=\"/\"?>\n<page>slow</page>\n",
     );
-    let a = instance(&site.root, &redis.url(), &[]);
-    let b = instance(&site.root, &redis.url(), &[]);
+    let a = instance(&site.root, &redis.url(), extra);
+    let b = instance(&site.root, &redis.url(), extra);
     wait_available(&a, true).await;
     wait_available(&b, true).await;
+    (site, a, b)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_slow_page_asked_of_both_at_once_is_computed_once() {
+    if !have_redis() {
+        return;
+    }
+    let redis = Redis::start();
+    let (_site, a, b) = slow_pair(&redis, &[]).await;
     let (ra, rb) = tokio::join!(a.get("/slow.xml", &[]), b.get("/slow.xml", &[]));
     assert_eq!(
         (ra.status, rb.status),
@@ -400,6 +407,23 @@ async fn a_slow_page_asked_of_both_at_once_is_computed_once() {
         redis.keys("axle:lock:*").is_empty(),
         "the lock was released"
     );
+}
+
+/// Past `lock-wait` a loser stops waiting and renders the page itself
+/// (the edge of the limit: a page slower than it is computed twice).
+#[tokio::test(flavor = "multi_thread")]
+async fn past_lock_wait_the_loser_computes_it_itself() {
+    if !have_redis() {
+        return;
+    }
+    let redis = Redis::start();
+    let (_site, a, b) = slow_pair(&redis, &["--shared-cache-lock-wait", "200ms"]).await;
+    let (ra, rb) = tokio::join!(a.get("/slow.xml", &[]), b.get("/slow.xml", &[]));
+    assert_eq!((ra.status, rb.status), (200, 200));
+    assert_eq!(ra.body, rb.body);
+    assert_eq!([ra.cache(), rb.cache()], ["miss", "miss"]);
+    let runs = num(&a.stats().await["stage_runs"]) + num(&b.stats().await["stage_runs"]);
+    assert_eq!(runs, 2, "each computed it");
 }
 
 #[tokio::test(flavor = "multi_thread")]
