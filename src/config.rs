@@ -8,8 +8,10 @@ use std::path::PathBuf;
 use crate::ffi::Limits;
 
 mod limits;
+mod shared_cache;
 
 pub use limits::{HttpLimits, RenderLimits, parse_duration};
+pub use shared_cache::SharedCacheFlags;
 
 /// How transform results are cached (chosen at start-up, `--cache`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
@@ -109,6 +111,9 @@ pub struct ServeConfig {
     pub cache_dir: Option<PathBuf>,
     /// The disk tier's bound in bytes (`--cache-dir-size`).
     pub cache_dir_size: u64,
+    /// The shared tier in Redis (`--shared-cache`, `[shared-cache]`),
+    /// below the disk tier; off while its `url` is None.
+    pub shared_cache: crate::cache::SharedCacheSettings,
     /// The admin listener's address (`--admin`): stats and purge. None:
     /// no admin listener (the default).
     pub admin: Option<SocketAddr>,
@@ -172,6 +177,7 @@ impl ServeConfig {
             render: RenderLimits::default(),
             cache_dir: None,
             cache_dir_size: DEFAULT_CACHE_DIR_SIZE,
+            shared_cache: crate::cache::SharedCacheSettings::default(),
             admin: None,
             tiers: TierList::default(),
             pid_file: None,

@@ -226,6 +226,8 @@ enum Command {
         dtds: DtdArgs,
         #[command(flatten)]
         limits: Box<LimitArgs>,
+        #[command(flatten)]
+        shared: Box<axle::config::SharedCacheFlags>,
     },
     /// Render every document of a site to static files under OUT, as the
     /// server sends them (OUT/axle-manifest.json lists them; a re-run
@@ -427,6 +429,7 @@ fn main() -> ExitCode {
             config: site_file,
             dtds,
             limits,
+            shared,
         } => {
             set_shared_dtds(&dtds);
             let mut config = ServeConfig::new(root.unwrap_or_else(default_root));
@@ -448,7 +451,10 @@ fn main() -> ExitCode {
             let mut builder = axle::Server::builder(&config.root)
                 .config(config)
                 // The flags win over the file's [limits].
-                .configure(move |config| limits.apply(config));
+                .configure(move |config| {
+                    limits.apply(config);
+                    shared.apply(config);
+                });
             if let Some(file) = site_file {
                 builder = builder.site_file(file);
             }
@@ -770,6 +776,19 @@ mod tests {
         ] {
             assert_eq!(documented(flag), value.to_string(), "{flag}");
         }
+        let shared = axle::cache::SharedCacheSettings::default();
+        assert_eq!(documented("--shared-cache-prefix"), shared.prefix);
+        for (flag, value) in [
+            ("--shared-cache-ttl", shared.ttl),
+            ("--shared-cache-timeout", shared.timeout),
+            ("--shared-cache-lock-wait", shared.lock_wait),
+        ] {
+            assert_eq!(parse_duration(&documented(flag)), Ok(value), "{flag}");
+        }
+        assert_eq!(
+            parse_size(&documented("--shared-cache-max-entry")),
+            Ok(shared.max_entry)
+        );
         let given = Cli::try_parse_from([
             "axle",
             "serve",

@@ -315,7 +315,8 @@ impl Builder {
         self
     }
 
-    /// Loads the configuration file, applies its `[limits]` (then
+    /// Loads the configuration file, applies its `[limits]` and
+    /// `[shared-cache]` (then
     /// [`Builder::configure`]'s changes), starts the pipeline and mounts
     /// the sources. Nothing listens yet.
     pub fn build(mut self) -> Result<Server, BuildError> {
@@ -336,6 +337,7 @@ impl Builder {
                 let site = SiteConfig::load_in(path, self.registry.clone(), &self.config.root)?;
                 site.limits()
                     .apply(&mut self.config.http, &mut self.config.render);
+                site.shared_cache().apply(&mut self.config.shared_cache);
                 http::warn_about_references(&site, &self.config.root);
                 site
             }

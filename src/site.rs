@@ -39,11 +39,13 @@ mod filters;
 mod format;
 mod limits;
 mod references;
+mod shared_cache;
 mod sources;
 mod spans;
 mod validate;
 
 pub use limits::LimitSettings;
+pub use shared_cache::SharedCacheFile;
 
 use format::{FileFormat, OrderWord, ParamSetting};
 use spans::{Spans, join};
@@ -197,6 +199,7 @@ pub struct SiteConfig {
     registry: Registry,
     source: Option<PathBuf>,
     limits: LimitSettings,
+    shared_cache: SharedCacheFile,
     /// Merged locations by the sections they merge (prefix chains, so few;
     /// a map, not a cache: this is read on every request).
     merged: Arc<RwLock<MergedMemo>>,
@@ -215,6 +218,7 @@ impl SiteConfig {
             registry,
             source: None,
             limits: LimitSettings::default(),
+            shared_cache: SharedCacheFile::default(),
             merged: Arc::default(),
             problems: Vec::new(),
             private: Vec::new(),
@@ -230,6 +234,11 @@ impl SiteConfig {
     /// The `[limits]` the file sets.
     pub fn limits(&self) -> &LimitSettings {
         &self.limits
+    }
+
+    /// The `[shared-cache]` the file sets.
+    pub fn shared_cache(&self) -> &SharedCacheFile {
+        &self.shared_cache
     }
 
     /// The file this was loaded from.
@@ -327,10 +336,23 @@ impl SiteConfig {
             }
             None => LimitSettings::default(),
         };
+        let shared_cache = match &format.shared_cache {
+            Some(f) => {
+                let here = Here {
+                    file,
+                    text,
+                    spans: &spans,
+                    section: "shared-cache".to_string(),
+                };
+                SharedCacheFile::validate(f, &here)?
+            }
+            None => SharedCacheFile::default(),
+        };
         Ok(SiteConfig {
             sections,
             registry,
             limits,
+            shared_cache,
             source: Some(file.to_path_buf()),
             merged: Arc::default(),
             problems,

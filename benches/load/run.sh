@@ -18,7 +18,7 @@
 #   SCENARIOS         subset, in any order (default: all, in this order):
 #                     "doc trivial hello pairs shared c1000 churn dynamic
 #                     dynamic-front heavy site compression warm-restart
-#                     disk-hit xsp"
+#                     disk-hit shared-cache xsp"
 #   XSP_ROUNDS        interleaved rounds of the xsp scenario (default
 #                     PAIR_ROUNDS), each PAIR_DURATION long
 #   PAIR_ROUNDS       interleaved rounds of the pairs scenario and of the
@@ -47,6 +47,8 @@
 #   DISK_MEM          disk-hit: --cache-size of the disk-tier server (default 1MiB)
 #   DISK_ROUNDS       disk-hit: interleaved rounds (default PAIR_ROUNDS);
 #                     DISK_DURATION, DISK_WARMUP as PAIR_*
+#   SC_SECONDS        shared-cache: seconds measured per case, from a cold
+#                     start (default 60)
 #   FILL_PASSES       warm-restart, disk-hit: most passes over every document
 #                     to fill the disk tier (default 5; stops at 99%)
 #   HEAVY_RUNS        xsltproc runs timed per heavy document (default 20)
@@ -73,7 +75,7 @@ set -euo pipefail
 
 DURATION=${DURATION:-10s}
 WARMUP=${WARMUP:-2s}
-ALL_SCENARIOS="doc trivial hello pairs shared c1000 churn dynamic dynamic-front heavy site compression warm-restart disk-hit xsp"
+ALL_SCENARIOS="doc trivial hello pairs shared c1000 churn dynamic dynamic-front heavy site compression warm-restart disk-hit shared-cache xsp"
 SCENARIOS=${SCENARIOS:-$ALL_SCENARIOS}
 PAIR_ROUNDS=${PAIR_ROUNDS:-9}
 PAIR_DURATION=${PAIR_DURATION:-3s}
@@ -100,6 +102,7 @@ DISK_ROUNDS=${DISK_ROUNDS:-$PAIR_ROUNDS}
 DISK_DURATION=${DISK_DURATION:-$PAIR_DURATION}
 DISK_WARMUP=${DISK_WARMUP:-$PAIR_WARMUP}
 FILL_PASSES=${FILL_PASSES:-5}
+SC_SECONDS=${SC_SECONDS:-60}
 HEAVY_RUNS=${HEAVY_RUNS:-20}
 CHURN_INTERVAL=${CHURN_INTERVAL:-0.1}
 DOCBOOK_MAX_S=${DOCBOOK_MAX_S:-5}
@@ -237,6 +240,10 @@ command -v hyperfine >/dev/null || NEED+=(hyperfine)
 if [[ " $SCENARIOS " == *" compression "* ]]; then
     command -v brotli >/dev/null || NEED+=(brotli)
 fi
+# shared-cache runs a Redis of its own
+if [[ " $SCENARIOS " == *" shared-cache "* ]]; then
+    command -v redis-server >/dev/null || NEED+=(redis-server)
+fi
 # dynamic-front compiles its command's program (gen/front.c)
 if [[ " $SCENARIOS " == *" dynamic-front "* ]]; then
     command -v cc >/dev/null || NEED+=(gcc libc6-dev)
@@ -314,7 +321,8 @@ start_listening() {
     start_bg "$SERVER_CPU" "$out" "$@"
     AX_PID=$STARTED_PID
     for i in $(seq 1 200); do
-        port=$(sed -n "s#.*on http://$HOST:\([0-9][0-9]*\)/.*#\1#p" "$out" | head -n1)
+        # (not the admin listener's line, which may come first)
+        port=$({ grep -v 'admin listener' "$out" || true; } | sed -n "s#.*on http://$HOST:\([0-9][0-9]*\)/.*#\1#p" | head -n1)
         [[ -n $port ]] && break
         kill -0 "$AX_PID" 2>/dev/null || { cat "$out" >&2; die "$name exited at start-up"; }
         sleep 0.1
@@ -1556,6 +1564,113 @@ scenario_warm_restart() {
     rm -rf "$dir"
 }
 
+# --- shared cache (#27) ---------------------------------------------------------------------
+# sc_stats ADMIN-PORT: "stage_runs hits misses redis_hits redis_rejected
+# redis_errors redis_available" from one instance's /stats.
+sc_stats() {
+    curl -sS "http://$HOST:$1/stats" | perl -MJSON::PP -0 -ne '
+        my $s = decode_json($_);
+        my ($r) = grep { $_->{name} eq "redis" } @{ $s->{tiers} };
+        printf "%d %d %d %d %d %d %d\n", $s->{stage_runs}, $s->{hits}, $s->{misses}, $r ? $r->{hits} : 0,
+            $r ? $r->{rejected} : 0, $r ? $r->{errors} : 0, $r ? ($r->{available} ? 1 : 0) : 0'
+}
+
+# redis_ping PORT: true once redis-server answers PONG on PORT
+redis_ping() {
+    local reply=""
+    { exec 9<>"/dev/tcp/$HOST/$1"; } 2>/dev/null || return 1
+    printf 'PING\r\n' >&9
+    read -r -t 1 reply <&9 || true
+    exec 9<&- 9>&-
+    [[ $reply == +PONG* ]]
+}
+
+# shared-cache: two Axle instances (A and B, both on the server CPU, each
+# --cache-size SITE_CACHE_MIB) behind one nginx doing round robin on
+# loopback (pinned to the client CPU, keep-alive to both), the site
+# scenario's documents (SITE_DOCS, gen/site.pl) asked uniformly at random
+# (bench.lua), for SC_SECONDS from a cold start of both, in two cases:
+#   local:  each instance with its own memory tier only;
+#   shared: both with --shared-cache on one fresh redis-server (started
+#           here on the server CPU, no persistence).
+# Reported per case: wrk's req/s through the balancer, the X-Axle-Cache
+# values counted, and the sum over both instances' /stats of stage runs
+# (transforms computed), hits and misses, and the redis tier's hits. The
+# servers' CPU share in the cell is A's alone (cell takes one PID).
+scenario_shared_cache() {
+    local base=$WORK/sc site=$WORK/sc/site fmt=$SITE_FMT cache="${SITE_CACHE_MIB}MiB"
+    mkdir -p "$base"
+    log "shared-cache: generating $SITE_DOCS documents"
+    site_gen "$site" "$SITE_DOCS"
+    local i n sample=() tr=$base/trace
+    for i in $(seq 1 20); do sample+=($(((i * 7919 * 13) % SITE_DOCS))); done
+    mkdir -p "$tr"
+    for n in "${sample[@]}"; do
+        # shellcheck disable=SC2059 # the format is ours
+        "$BIN" render --root "$site" "$site$(printf "$fmt" $((n / 1000)) "$n")" >"$tr/out-$n"
+    done
+    local saved_warmup=$WARMUP saved_duration=$DURATION case
+    for case in local shared; do
+        local extra=() rport="" rpid="" aa ab pa pb pida pidb ng=$base/nginx-$case lb lbpid
+        if [[ $case == shared ]]; then
+            rport=$(free_port)
+            start_bg "$SERVER_CPU" "$WORK/logs/redis-$case.log" redis-server --port "$rport" --bind "$HOST" \
+                --save '' --appendonly no
+            rpid=$STARTED_PID
+            for i in $(seq 1 100); do redis_ping "$rport" && break; sleep 0.1; done
+            redis_ping "$rport" || die "shared-cache: redis-server does not answer on $rport"
+            extra=(--shared-cache "redis://$HOST:$rport/0")
+        fi
+        aa=$(free_port)
+        start_axle "sc-$case-a" "$site" incremental --cache-size "$cache" --admin "$HOST:$aa" "${extra[@]}"
+        pa=$AX_PORT pida=$AX_PID
+        ab=$(free_port)
+        while [[ $ab == "$aa" ]]; do ab=$(free_port); done
+        start_axle "sc-$case-b" "$site" incremental --cache-size "$cache" --admin "$HOST:$ab" "${extra[@]}"
+        pb=$AX_PORT pidb=$AX_PID
+        if [[ $case == shared ]]; then
+            for i in $(seq 1 100); do
+                [[ $(sc_stats "$aa" | cut -d' ' -f7)$(sc_stats "$ab" | cut -d' ' -f7) == 11 ]] && break
+                sleep 0.1
+            done
+        fi
+        mkdir -p "$ng/tmp"
+        lb=$(free_port)
+        sed -e "s#@PREFIX@#$ng#g" -e "s#@PORT@#$lb#g" -e "s#@A@#$pa#g" -e "s#@B@#$pb#g" -e "s#@NOFILE@#$NOFILE#g" \
+            -e "s#@USER@#www-data#g" -e "s#@GROUP@#www-data#g" \
+            "$HERE/peers/nginx/round-robin.conf.in" >"$ng/nginx.conf"
+        nginx -t -p "$ng" -c "$ng/nginx.conf" -e "$ng/error.log" >"$WORK/logs/sc-nginx-t.log" 2>&1 ||
+            { cat "$WORK/logs/sc-nginx-t.log" >&2; die "nginx rejects the shared-cache balancer's config"; }
+        start_bg "$CLIENT_CPU" "$WORK/logs/sc-nginx-$case.log" nginx -p "$ng" -c "$ng/nginx.conf" -e "$ng/error.log"
+        lbpid=$STARTED_PID
+        wait_http "$lb" "nginx (shared-cache balancer)"
+        CELL_ENV=(BENCH_RANDOM_N="$SITE_DOCS" BENCH_RANDOM_FMT="$fmt" BENCH_COUNT_CACHE=1)
+        CELL_BACKEND_PID=$lbpid
+        WARMUP=0 DURATION=${SC_SECONDS}s cell shared-cache "$case" "axle-2x-$case" keep-alive "$CONNECTIONS" "$lb" "$pida" / \
+            "documents=$SITE_DOCS" "cache_size=$cache" "instances=2" "shared_tier=$([[ $case == shared ]] && echo redis || echo none)"
+        CELL_BACKEND_PID=""
+        local sa sb
+        read -r -a sa <<<"$(sc_stats "$aa")"
+        read -r -a sb <<<"$(sc_stats "$ab")"
+        local runs=$((sa[0] + sb[0])) hits=$((sa[1] + sb[1])) misses=$((sa[2] + sb[2])) rhits=$((sa[3] + sb[3]))
+        local rps
+        rps=$(awk '/^Requests\/sec:/ {print $2}' "$WORK/wrk/shared-cache-$case-axle-2x-$case-keep-alive.txt")
+        add type=note "text=shared-cache ($case): after ${SC_SECONDS} s from a cold start, through the balancer: $rps req/s; both instances' /stats summed: stage runs (transforms computed) $runs (A ${sa[0]}, B ${sb[0]}), hits $hits, misses $misses (hit ratio $(awk -v h="$hits" -v m="$misses" 'BEGIN {printf "%.1f%%", (h + m) ? 100 * h / (h + m) : 0}')), redis tier hits $rhits (A ${sa[3]}, B ${sb[3]}), rejected $((sa[4] + sb[4])), errors $((sa[5] + sb[5]))"
+        log "shared-cache ($case): $rps req/s, stage runs $runs, hits $hits, misses $misses, redis hits $rhits"
+        for n in "${sample[@]}"; do
+            # shellcheck disable=SC2059
+            check shared-cache "$case" "$(printf "$fmt" $((n / 1000)) "$n")" "$tr/out-$n" after \
+                "axle-2x-$case" "$lb" "axle-$case-a" "$pa" "axle-$case-b" "$pb"
+        done
+        stop_pid "$lbpid"
+        stop_pid "$pida"
+        stop_pid "$pidb"
+        [[ -n $rpid ]] && stop_pid "$rpid"
+    done
+    WARMUP=$saved_warmup DURATION=$saved_duration
+    CELL_ENV=()
+}
+
 # disk-hit: DISK_DOCS generated documents, every one rendered once (a fill
 # pass) by two servers: axle-disk with --cache-dir and a tiny memory tier
 # (--cache-size DISK_MEM, so nearly every hit comes from the disk tier:
@@ -1690,13 +1805,14 @@ for scen in $ALL_SCENARIOS; do
         sample_busy "before site"
         scenario_site
         ;;
-    compression | warm-restart | disk-hit)
+    compression | warm-restart | disk-hit | shared-cache)
         stop_main
         sample_busy "before $scen"
         case $scen in
         compression) scenario_compression ;;
         warm-restart) scenario_warm_restart ;;
         disk-hit) scenario_disk_hit ;;
+        shared-cache) scenario_shared_cache ;;
         esac
         ;;
     esac

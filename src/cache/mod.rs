@@ -4,7 +4,8 @@
 //! and keeps incremental mode's traces,
 //! the hot-response memo (`hot`) and the directory watches that let it
 //! skip even the `stat`s (`watch`), and the precompressed gzip/brotli
-//! variants of a cached body (`variants`).
+//! variants of a cached body (`variants`), and the shared tier in Redis
+//! that several instances use together (`redis`).
 //!
 //! The cache never decides *what* a key covers for a stage; the pipeline
 //! builds keys here from content hashes only.
@@ -13,11 +14,16 @@ mod disk;
 mod fingerprint;
 mod hot;
 mod key;
+mod redis;
 mod store;
 mod tier;
 mod variants;
 mod watch;
 
+pub use self::redis::{
+    DEFAULT_LOCK_WAIT, DEFAULT_MAX_ENTRY, DEFAULT_PREFIX, DEFAULT_TIMEOUT, DEFAULT_TTL, RedisTier,
+    SharedCacheError, SharedCacheSettings,
+};
 pub use disk::DiskTier;
 pub use fingerprint::{Fingerprints, Stamp};
 pub use hot::{Check, HotEntry, HotMemo, Validity, Weight};

@@ -481,6 +481,9 @@ impl Store {
                 write_errors: 0,
                 dropped: 0,
                 writable: true,
+                errors: 0,
+                unavailable: 0,
+                available: true,
             },
         )];
         for tier in self.lower.iter() {

@@ -106,7 +106,7 @@ pub trait Cache: Send + Sync + 'static {
 
 /// One tier's counters (all as far as the tier knows; zero where it does
 /// not count).
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct TierStats {
     /// Entries held.
     pub entries: u64,
@@ -121,11 +121,41 @@ pub struct TierStats {
     pub rejected: u64,
     /// Writes that failed (and were dropped).
     pub write_errors: u64,
-    /// Writes not attempted (a full write queue, a tier not writable).
+    /// Writes not attempted (a full write queue, a tier not writable, an
+    /// entry larger than the tier stores).
     pub dropped: u64,
     /// Whether the tier is storing at all (false: degraded, e.g. a
-    /// read-only or full directory).
+    /// read-only or full directory, a shared cache that is down).
     pub writable: bool,
+    /// Operations that failed talking to the tier's server (timeouts,
+    /// lost connections, errors it answered): a tier with no server
+    /// counts none.
+    pub errors: u64,
+    /// Operations not tried because the tier's server was down (they
+    /// failed at once instead of waiting for a timeout).
+    pub unavailable: u64,
+    /// Whether the tier's server is reachable now (true for a tier with
+    /// no server).
+    pub available: bool,
+}
+
+impl Default for TierStats {
+    /// Every count zero, not writable (a tier says it is), available.
+    fn default() -> Self {
+        TierStats {
+            entries: 0,
+            bytes: 0,
+            capacity: 0,
+            evictions: 0,
+            rejected: 0,
+            write_errors: 0,
+            dropped: 0,
+            writable: false,
+            errors: 0,
+            unavailable: 0,
+            available: true,
+        }
+    }
 }
 
 /// The tiers below memory, in the order they are asked.

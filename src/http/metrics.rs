@@ -262,8 +262,58 @@ pub async fn exposition(app: &App) -> Result<String, prometheus::Error> {
         Opts::new("axle_tier_entries", "Entries held, by tier"),
         &["tier"],
     )?;
+    let tier_errors = IntCounterVec::new(
+        Opts::new(
+            "axle_tier_errors_total",
+            "Operations that failed talking to a tier's server (timeouts, lost connections, refusals), by tier",
+        ),
+        &["tier"],
+    )?;
+    let tier_unavailable = IntCounterVec::new(
+        Opts::new(
+            "axle_tier_unavailable_total",
+            "Operations not tried because a tier's server was down, by tier",
+        ),
+        &["tier"],
+    )?;
+    let tier_write_errors = IntCounterVec::new(
+        Opts::new(
+            "axle_tier_write_errors_total",
+            "Writes that failed, by tier",
+        ),
+        &["tier"],
+    )?;
+    let tier_dropped = IntCounterVec::new(
+        Opts::new(
+            "axle_tier_dropped_total",
+            "Writes not attempted (a full queue, a tier not writable, an entry too large), by tier",
+        ),
+        &["tier"],
+    )?;
+    let tier_available = IntGaugeVec::new(
+        Opts::new(
+            "axle_tier_available",
+            "1 while a tier's server is reachable (always 1 for a tier with none), by tier",
+        ),
+        &["tier"],
+    )?;
     for t in super::admin::tiers_of(app) {
         let name = t.name.as_str();
+        tier_errors
+            .with_label_values(&[name])
+            .inc_by(t.stats.errors);
+        tier_unavailable
+            .with_label_values(&[name])
+            .inc_by(t.stats.unavailable);
+        tier_write_errors
+            .with_label_values(&[name])
+            .inc_by(t.stats.write_errors);
+        tier_dropped
+            .with_label_values(&[name])
+            .inc_by(t.stats.dropped);
+        tier_available
+            .with_label_values(&[name])
+            .set(i64::from(t.stats.available));
         tier_hits.with_label_values(&[name]).inc_by(t.hits);
         tier_evictions
             .with_label_values(&[name])
@@ -283,6 +333,11 @@ pub async fn exposition(app: &App) -> Result<String, prometheus::Error> {
     scrape.register(Box::new(tier_rejected))?;
     scrape.register(Box::new(tier_bytes))?;
     scrape.register(Box::new(tier_entries))?;
+    scrape.register(Box::new(tier_errors))?;
+    scrape.register(Box::new(tier_unavailable))?;
+    scrape.register(Box::new(tier_write_errors))?;
+    scrape.register(Box::new(tier_dropped))?;
+    scrape.register(Box::new(tier_available))?;
 
     let stage_seconds = prometheus::CounterVec::new(
         Opts::new(

@@ -191,7 +191,8 @@ fn watcher(config: &ServeConfig, fingerprints: &Fingerprints) -> Option<crate::c
 }
 
 /// The tiers below memory `config` asks for, in order: the disk tier
-/// (`--cache-dir`), then every registered tier.
+/// (`--cache-dir`), the shared tier (`--shared-cache`), then every
+/// registered tier.
 fn lower_tiers(config: &ServeConfig, root: &Path) -> std::io::Result<crate::cache::Tiers> {
     let mut tiers: Vec<Arc<dyn crate::cache::Cache>> = Vec::new();
     if let Some(dir) = &config.cache_dir {
@@ -200,6 +201,11 @@ fn lower_tiers(config: &ServeConfig, root: &Path) -> std::io::Result<crate::cach
             dir,
             config.cache_dir_size,
         )));
+    }
+    if config.shared_cache.url.is_some() {
+        let tier = crate::cache::RedisTier::open(&config.shared_cache)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+        tiers.push(Arc::new(tier));
     }
     tiers.extend(config.tiers.0.iter().cloned());
     Ok(Arc::from(tiers))

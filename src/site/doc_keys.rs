@@ -239,6 +239,7 @@ fn documented_keys(reference: &str) -> Keys {
                 .filter(|s| {
                     *s == TOP
                         || *s == "limits"
+                        || *s == "shared-cache"
                         || s.starts_with("location")
                         || s.starts_with("filter")
                         || s.starts_with("esql")
@@ -313,6 +314,7 @@ fn the_recorder_finds_every_struct_and_its_keys() {
             "location.\"PREFIX\".processor[]",
             "location.\"PREFIX\".provider",
             "location.\"PREFIX\".user-agent-styles[]",
+            "shared-cache",
         ]
     );
     let section = &code["location.\"PREFIX\""];

@@ -14,6 +14,8 @@ pub(super) struct FileFormat {
     #[serde(default)]
     pub(super) location: BTreeMap<String, Section>,
     pub(super) limits: Option<LimitsFormat>,
+    #[serde(rename = "shared-cache")]
+    pub(super) shared_cache: Option<SharedCacheFormat>,
     #[serde(default)]
     pub(super) filter: BTreeMap<String, FilterFormat>,
     #[serde(default)]
@@ -93,6 +95,20 @@ pub(super) struct LimitsFormat {
     pub(super) max_xinclude_nodes: Option<usize>,
     pub(super) max_queue: Option<usize>,
     pub(super) max_per_url: Option<usize>,
+}
+
+/// `[shared-cache]`: the shared tier in Redis (durations like `"100ms"`,
+/// sizes like `"8MiB"`); read at start, overridden by the `--shared-cache*`
+/// flags.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub(super) struct SharedCacheFormat {
+    pub(super) url: Option<String>,
+    pub(super) prefix: Option<String>,
+    pub(super) ttl: Option<String>,
+    pub(super) max_entry_size: Option<String>,
+    pub(super) timeout: Option<String>,
+    pub(super) lock_wait: Option<String>,
 }
 
 #[derive(Debug, Default, Clone, Deserialize)]

@@ -1,4 +1,5 @@
-//! The disk tier's file format: one self-checking file per entry.
+//! The disk tier's file format: one self-checking file per entry (also
+//! the shared tier's value format: one self-checking value per entry).
 //!
 //! ```text
 //! magic      b"AXLE\0CACHE"                      10 bytes
@@ -35,12 +36,12 @@ use bytes::Bytes;
 use crate::cache::{ContentHash, Dep, Entry, Key};
 
 /// The first bytes of every cache file.
-pub(super) const MAGIC: &[u8; 10] = b"AXLE\x00CACHE";
+pub(in crate::cache) const MAGIC: &[u8; 10] = b"AXLE\x00CACHE";
 
 /// The format version, also in the directory name (`v1`): a change to the
 /// layout bumps both, and files of another version are rejected (and
 /// deleted) when met.
-pub(super) const VERSION: u32 = 1;
+pub(in crate::cache) const VERSION: u32 = 1;
 
 /// The directory files of this version live in.
 pub(super) const VERSION_DIR: &str = "v1";
@@ -54,7 +55,7 @@ const MIN_DEP: usize = 4 + 32 + 1;
 
 /// Why a file is not a usable cache entry.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(super) enum FormatError {
+pub(in crate::cache) enum FormatError {
     /// The file ends before its fields do (or is empty).
     #[error("truncated")]
     Truncated,
@@ -87,7 +88,7 @@ pub(super) struct Header {
 }
 
 /// Encodes `entry` under `key` (see the module doc for the layout).
-pub(super) fn encode(key: &Key, entry: &Entry) -> Vec<u8> {
+pub(in crate::cache) fn encode(key: &Key, entry: &Entry) -> Vec<u8> {
     let deps: usize = entry
         .deps
         .iter()
@@ -146,7 +147,7 @@ fn put_opt(out: &mut Vec<u8>, bytes: Option<&[u8]>) {
 
 /// Decodes a whole file stored under `key`, checking everything: magic,
 /// version, key, checksum, lengths, and the body against its hash.
-pub(super) fn decode(key: &Key, file: Bytes) -> Result<Entry, FormatError> {
+pub(in crate::cache) fn decode(key: &Key, file: Bytes) -> Result<Entry, FormatError> {
     if file.len() < CHECKSUM {
         // Still say "not a cache file" for short garbage with a wrong start.
         check_start(key, &file)?;

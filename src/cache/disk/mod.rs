@@ -18,7 +18,7 @@
 //! missing permissions) degrades the tier to reads only, with one log line
 //! per change of state.
 
-mod format;
+pub(super) mod format;
 mod index;
 
 use std::fs::{self, File};
@@ -290,6 +290,9 @@ impl Cache for DiskTier {
         TierStats {
             entries,
             bytes,
+            errors: 0,
+            unavailable: 0,
+            available: true,
             capacity: s.capacity,
             evictions: s.evictions.load(Ordering::Relaxed),
             rejected: s.rejected.load(Ordering::Relaxed),
@@ -456,7 +459,7 @@ fn is_lower_hex(b: u8) -> bool {
 }
 
 /// The key a file name (64 lower-case hex digits) stands for.
-fn parse_key(name: &str) -> Option<Key> {
+pub(super) fn parse_key(name: &str) -> Option<Key> {
     let hex = name.as_bytes();
     if hex.len() != 64 || !hex.iter().copied().all(is_lower_hex) {
         return None;
