@@ -854,9 +854,7 @@ async fn run(ctx: &Ctx, job: Job) -> Done {
     if per_request && (200..300).contains(&status) {
         // A page made for each request (an XSP page, an uncacheable
         // stage) has no one static form: listed, not written.
-        return Done::NotServed(String::from(
-            "made per request (Cache-Control: no-store)",
-        ));
+        return Done::NotServed(String::from("made per request (Cache-Control: no-store)"));
     }
     if !(200..300).contains(&status) {
         if let Kind::Static(_) = job.kind {
