@@ -194,6 +194,19 @@ pub trait Stage: Send + Sync {
     fn cacheable(&self) -> bool {
         true
     }
+
+    /// For a cacheable stage whose output depends on parts of the request
+    /// that are not its input or params (request values a page declared
+    /// it reads, the time slice of a time-to-live): those parts, for
+    /// `request` (None when there is no request). They become part of the
+    /// stage's cache key and of the response's; a response of a chain with
+    /// such a stage is never memoized by URL and has no `Last-Modified`
+    /// (its files do not date it). `None` (the default): nothing beyond
+    /// input and params.
+    fn varies(&self, request: Option<&RequestInfo>) -> Option<Vec<u8>> {
+        let _ = request;
+        None
+    }
 }
 
 /// The resource a stage is compiled from. (`#[non_exhaustive]`: build one

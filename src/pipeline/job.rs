@@ -61,6 +61,9 @@ pub(super) struct ChainJob {
     pub(super) budget: Arc<RequestBudget>,
     /// The HTTP request behind the render, for stages that read it.
     pub(super) request: Option<Arc<RequestInfo>>,
+    /// Per stage, what it said of the request for its key
+    /// (`Stage::varies`).
+    pub(super) varies: Arc<[Option<Vec<u8>>]>,
 }
 
 impl ChainJob {

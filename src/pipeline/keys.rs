@@ -37,6 +37,19 @@ impl Pipeline {
     }
 }
 
+/// A stage's `Stage::varies` bytes (with their presence and length, so
+/// no two stages' parts run together).
+fn add_varies(key: &mut KeyBuilder, varies: Option<&[u8]>) {
+    match varies {
+        Some(bytes) => {
+            key.u64(1).u64(bytes.len() as u64).bytes(bytes);
+        }
+        None => {
+            key.u64(0);
+        }
+    }
+}
+
 impl ChainJob {
     /// What every key of this job covers besides the stages and their
     /// input: the location, XInclude, the params, and the document's URL.
@@ -58,8 +71,9 @@ impl ChainJob {
     pub(super) fn response_key(&self, source: ContentHash) -> Key {
         let mut key = KeyBuilder::new("response");
         key.hash(&source).u64(self.stages.len() as u64);
-        for stage in self.stages.iter() {
+        for (stage, varies) in self.stages.iter().zip(self.varies.iter()) {
             key.hash(&stage.closure);
+            add_varies(&mut key, varies.as_deref());
         }
         self.add_params(&mut key);
         key.finish()
@@ -71,6 +85,7 @@ impl ChainJob {
         key.hash(&self.stages[index].closure)
             .u64(u64::from(index + 1 == self.stages.len()))
             .hash(&input);
+        add_varies(&mut key, self.varies.get(index).and_then(|v| v.as_deref()));
         self.add_params(&mut key);
         key.finish()
     }

@@ -534,7 +534,7 @@ impl Pipeline {
         // Mode-independent, so `off`, `all` and `incremental` send the same
         // headers: the newest file it came from (its source, the stages'
         // files, what they read), for a document made of files only.
-        if from_file && !rendered.uncacheable {
+        if from_file && !rendered.uncacheable && !rendered.undated {
             rendered.last_modified = newest(
                 std::iter::once(located.path.as_path()).chain(
                     rendered
@@ -606,6 +606,7 @@ impl Pipeline {
                 uncacheable: req.uncacheable_source,
                 last_modified: None,
                 sources: None,
+                undated: false,
             });
         }
         let mut stages = Vec::with_capacity(specs.len());
@@ -621,8 +622,10 @@ impl Pipeline {
             validators.extend(stage.files.iter().cloned());
         }
         let stage_files: Vec<Dep> = validators[1..].to_vec();
+        let stages: Arc<[Arc<CompiledStage>]> = stages.into();
         let job = ChainJob {
-            stages: stages.into(),
+            varies: varies_of(&stages, req.request.as_deref()),
+            stages,
             params: Arc::from(req.params.clone()),
             base_url: Arc::from(located.path.url()),
             limits: self.limits,
@@ -640,6 +643,9 @@ impl Pipeline {
             budget: Arc::clone(budget),
             request: req.request.clone(),
         };
+        // A stage keyed by more than its input and params (a time slice,
+        // request values): never memoized by URL, not dated by its files.
+        let varies = job.varies.iter().any(Option::is_some);
         // AxKit's guard: a style the client asked for that selects nothing
         // (no PI title, no style-limited processor) is rendered without
         // touching the cache, so `?style=<random>` cannot fill it.
@@ -679,6 +685,7 @@ impl Pipeline {
             let mut out = rendered(&entry, status, None);
             out.uncacheable = uncacheable;
             out.sources = Some(files_of(&stage_files, &entry));
+            out.undated = varies;
             return Ok(out);
         }
         match mode {
@@ -720,7 +727,8 @@ impl Pipeline {
                 validators.extend(entry.deps.iter().cloned());
                 let mut out = rendered(&entry, status, Some(key));
                 out.sources = Some(Arc::from(&validators[1..]));
-                out.validators = Some(Arc::from(validators));
+                out.validators = (!varies).then(|| Arc::from(validators));
+                out.undated = varies;
                 Ok(out)
             }
             CacheMode::Incremental => {
@@ -745,11 +753,20 @@ impl Pipeline {
                 }
                 out.uncacheable = uncacheable;
                 out.sources = Some(Arc::from(&validators[1..]));
-                out.validators = (!uncacheable).then(|| Arc::from(validators));
+                out.validators = (!uncacheable && !varies).then(|| Arc::from(validators));
+                out.undated = varies;
                 Ok(out)
             }
         }
     }
+}
+
+/// What each stage says of `request` for its key (`Stage::varies`).
+pub(super) fn varies_of(
+    stages: &[Arc<CompiledStage>],
+    request: Option<&crate::language::RequestInfo>,
+) -> Arc<[Option<Vec<u8>>]> {
+    stages.iter().map(|s| s.stage.varies(request)).collect()
 }
 
 /// The files a run-only response came from: its stages' files and what

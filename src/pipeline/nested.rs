@@ -152,8 +152,10 @@ impl InternalDocuments for Nested {
             }
             stages.push(c);
         }
+        let stages: Arc<[Arc<super::CompiledStage>]> = stages.into();
         let job = ChainJob {
-            stages: stages.into(),
+            varies: super::varies_of(&stages, None),
+            stages,
             params: Arc::from(Vec::new()),
             base_url: Arc::from(located.path.url()),
             limits: self.limits,

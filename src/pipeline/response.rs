@@ -112,6 +112,9 @@ pub struct Rendered {
     /// The files besides the source it came from (stage closures and what
     /// they read), for `last_modified`; emptied before it is returned.
     pub(super) sources: Option<Arc<[Dep]>>,
+    /// Its files do not date it (a stage keyed by a time slice or request
+    /// values, `Stage::varies`): no `Last-Modified`.
+    pub(super) undated: bool,
 }
 
 impl Rendered {
@@ -130,6 +133,7 @@ impl Rendered {
             uncacheable: false,
             last_modified: None,
             sources: None,
+            undated: false,
         }
     }
 }
@@ -237,5 +241,6 @@ pub(super) fn rendered(entry: &Entry, cache: CacheStatus, stored: Option<Key>) -
         uncacheable: false,
         last_modified: None,
         sources: None,
+        undated: false,
     }
 }

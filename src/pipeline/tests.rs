@@ -37,6 +37,7 @@ fn job(closures: &[&str], params: &[(&str, &str)], root: &std::path::Path) -> Ch
         prolog: None,
         budget: super::admission::RequestBudget::unlimited(),
         request: None,
+        varies: Arc::from(vec![None; closures.len()]),
     }
 }
 

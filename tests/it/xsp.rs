@@ -276,3 +276,70 @@ async fn concurrent_requests_never_share_an_xsp_render() {
         );
     }
 }
+
+/// A page that declares `axsp:cache-params` is cached, keyed by those
+/// parameters too; `axsp:ttl` slices its key by time; neither gets a
+/// `Last-Modified` or the URL memo; a page that sets cookies cannot
+/// declare either.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_page_may_declare_its_cache_params_and_ttl() {
+    let (_dir, root) = site();
+    for mode in [CacheMode::All, CacheMode::Incremental] {
+        let server = TestServer::start(&root, mode).await;
+        let first = get(&server, "/cached.xml?who=A&other=1", &[]).await;
+        assert_eq!(first.status, 200, "{}", first.text());
+        assert_eq!(first.cache(), "miss", "{mode:?}");
+        assert!(first.header("last-modified").is_empty(), "{mode:?}");
+        assert_ne!(first.header("cache-control"), "no-store");
+        // The same request: the cached page, as it was.
+        let again = get(&server, "/cached.xml?who=A&other=1", &[]).await;
+        assert_eq!(again.cache(), "hit", "{mode:?}");
+        assert_eq!(again.body, first.body, "{mode:?}");
+        assert_eq!(again.header("etag"), first.header("etag"));
+        // `who` is: another page.
+        let other = get(&server, "/cached.xml?who=B", &[]).await;
+        assert_eq!(other.cache(), "miss", "{mode:?}");
+        assert!(other.text().contains("Hello B"), "{}", other.text());
+
+        // A time-to-live of 1 s: a second later, computed again.
+        let t1 = get(&server, "/ttl.xml", &[]).await;
+        assert_eq!(t1.status, 200, "{}", t1.text());
+        tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+        let t2 = get(&server, "/ttl.xml", &[]).await;
+        assert_eq!(t2.cache(), "miss", "{mode:?}");
+        assert_ne!(t1.body, t2.body, "{mode:?}");
+
+        let r = get(&server, "/cachedcookie.xml", &[]).await;
+        assert_eq!(r.status, 500, "{}", r.text());
+        assert!(
+            r.text()
+                .contains("a page that sets cookies is never cached"),
+            "{}",
+            r.text()
+        );
+    }
+}
+
+/// Where request parameters are not stylesheet parameters (`params =
+/// "none"`), they are in no key: a cached page that reads one declares it
+/// in `axsp:cache-params`, and each value is its own page; one it does not
+/// declare would be shared.
+#[tokio::test(flavor = "multi_thread")]
+async fn declared_cache_params_key_the_page_where_no_other_key_holds_them() {
+    let (_dir, root) = site();
+    let config_path = root.join("axle.toml");
+    std::fs::write(&config_path, "[location.\"/\"]\nparams = \"none\"\n").unwrap();
+    let registry = axle::Registry::default();
+    let config = axle::site::SiteConfig::load(&config_path, registry.clone()).unwrap();
+    let mut serve = axle::ServeConfig::new(&root);
+    serve.cache_mode = CacheMode::All;
+    let server = TestServer::start_full(serve, registry, config).await;
+    let a = get(&server, "/cached.xml?who=A&other=1", &[]).await;
+    let a2 = get(&server, "/cached.xml?who=A&other=2", &[]).await;
+    let b = get(&server, "/cached.xml?who=B&other=1", &[]).await;
+    assert_eq!([a.cache(), a2.cache(), b.cache()], ["miss", "hit", "miss"]);
+    assert!(a.text().contains("Hello A1"), "{}", a.text());
+    // `other` is not declared: the page cached for who=A answers.
+    assert_eq!(a2.body, a.body);
+    assert!(b.text().contains("Hello B1"), "{}", b.text());
+}

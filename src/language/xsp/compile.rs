@@ -81,9 +81,21 @@ impl std::fmt::Debug for TaskSpec {
     }
 }
 
+/// What a page declares of its caching (`axsp:cache-params`,
+/// `axsp:ttl` on `xsp:page`): without either, it is never cached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CachePolicy {
+    /// The request parameters its output depends on (their values key it).
+    pub params: Vec<String>,
+    /// How long an output may be served (its key changes every `ttl`).
+    pub ttl: Option<std::time::Duration>,
+}
+
 /// A compiled page, as stylesheet texts.
 #[derive(Debug)]
 pub struct Program {
+    /// Its caching, when it declares any.
+    pub cache: Option<CachePolicy>,
     /// The main stylesheet.
     pub main: String,
     /// The arguments stylesheet (when there are tasks).
@@ -182,14 +194,60 @@ pub fn compile(text: &str, url: &str, taglibs: &Taglibs) -> Result<Program, XspE
     }
     c.node(content)?;
     c.raw("</xsl:template>\n</xsl:stylesheet>\n");
+    let cache = cache_policy(&c, page)?;
+    if cache.is_some() {
+        if let Some(t) = c
+            .tasks
+            .iter()
+            .find(|t| t.namespace == super::taglibs::COOKIE_NS)
+        {
+            return Err(XspError {
+                place: t.place.clone(),
+                message: String::from(
+                    "a page that sets cookies is never cached: remove axsp:cache-params and axsp:ttl from xsp:page",
+                ),
+            });
+        }
+    }
     let arguments = (!c.tasks.is_empty()).then(|| arguments_stylesheet(&c.tasks));
     Ok(Program {
+        cache,
         main: c.out,
         arguments,
         tasks: c.tasks,
         expressions: c.expressions,
         lines: c.lines,
     })
+}
+
+/// The page's `axsp:cache-params` (names, separated by spaces or commas;
+/// empty: none matter) and `axsp:ttl` (a duration, at least 1s).
+fn cache_policy(c: &TagCompiler<'_>, page: Node<'_, '_>) -> Result<Option<CachePolicy>, XspError> {
+    let params = page.attribute((AXSP_NS, "cache-params"));
+    let ttl = page.attribute((AXSP_NS, "ttl"));
+    if params.is_none() && ttl.is_none() {
+        return Ok(None);
+    }
+    let ttl = match ttl {
+        Some(text) => {
+            let d = crate::config::parse_duration(text)
+                .map_err(|e| c.error(page, &format!("axsp:ttl: {e}")))?;
+            if d.as_secs() == 0 {
+                return Err(c.error(page, "axsp:ttl is at least 1s"));
+            }
+            Some(d)
+        }
+        None => None,
+    };
+    let mut params: Vec<String> = params
+        .unwrap_or("")
+        .split(|ch: char| ch == ',' || ch.is_whitespace())
+        .filter(|p| !p.is_empty())
+        .map(str::to_string)
+        .collect();
+    params.sort();
+    params.dedup();
+    Ok(Some(CachePolicy { params, ttl }))
 }
 
 const LOGIC_REFUSED: &str = "xsp:logic is not supported: Axle's XSP embeds no code. Use xsp:expr (an XPath 1.0 expression), axsp:if/axsp:choose for conditions, and taglibs for the rest";

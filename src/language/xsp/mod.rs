@@ -8,11 +8,14 @@
 //! the page is rendered; what it outputs is the document the next stages
 //! (the page's other PIs) transform.
 //!
-//! An XSP stage is never cached (it reads the request, the clock, a
-//! database): in `all` mode its responses are `uncacheable`; in
-//! `incremental` mode it runs on every request and the stages after it are
-//! keyed by its output, so when the page outputs what it did before they
-//! hit (`partial K/N`).
+//! An XSP stage is not cached unless its page says so (it reads the
+//! request, the clock, a database): in `all` mode its responses are
+//! `uncacheable`; in `incremental` mode it runs on every request and the
+//! stages after it are keyed by its output, so when the page outputs what
+//! it did before they hit (`partial K/N`). A page that declares
+//! `axsp:cache-params` (the request parameters that matter) and/or
+//! `axsp:ttl` is cacheable, keyed by those parameters' values and the
+//! time-to-live's current slice ([`Stage::varies`]).
 
 use std::sync::Arc;
 
@@ -326,6 +329,30 @@ impl Stage for XspStage {
     }
 
     fn cacheable(&self) -> bool {
-        false
+        self.program.cache.is_some()
+    }
+
+    fn varies(&self, request: Option<&super::RequestInfo>) -> Option<Vec<u8>> {
+        let policy = self.program.cache.as_ref()?;
+        let mut key = Vec::new();
+        for name in &policy.params {
+            key.extend_from_slice(name.as_bytes());
+            key.push(0);
+            if let Some(r) = request {
+                for (_, value) in r.params.iter().filter(|(n, _)| n == name) {
+                    key.extend_from_slice(&(value.len() as u64).to_le_bytes());
+                    key.extend_from_slice(value.as_bytes());
+                }
+            }
+            key.push(0xff);
+        }
+        if let Some(ttl) = policy.ttl {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs());
+            key.extend_from_slice(b"ttl");
+            key.extend_from_slice(&(now / ttl.as_secs().max(1)).to_le_bytes());
+        }
+        Some(key)
     }
 }
