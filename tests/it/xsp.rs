@@ -343,3 +343,82 @@ async fn declared_cache_params_key_the_page_where_no_other_key_holds_them() {
     assert_eq!(a2.body, a.body);
     assert!(b.text().contains("Hello B1"), "{}", b.text());
 }
+
+/// A taglib of one's own, added through the registry as the builder does
+/// (`Server::builder(..).taglib(..)`), and an XSP page named by a
+/// location's processor instead of a PI.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rust_taglib_and_a_configured_xsp_processor() {
+    use axle::language::xsp::{TagCompiler, Taglib, TaskCall, TaskError, XspError, escape};
+
+    /// `<shout:upper>` (a value in XPath) and `<shout:reverse>` (a task).
+    struct Shout;
+    impl Taglib for Shout {
+        fn namespace(&self) -> &str {
+            "urn:example:shout"
+        }
+        fn expression(
+            &self,
+            tag: roxmltree::Node<'_, '_>,
+            cx: &mut TagCompiler<'_>,
+        ) -> Result<Option<String>, XspError> {
+            if tag.tag_name().name() != "upper" {
+                return Ok(None);
+            }
+            let value = cx.value_expr(tag)?;
+            Ok(Some(format!(
+                "translate({value}, 'abcdefghijklmnopqrstuvwxyz', 'ABCDEFGHIJKLMNOPQRSTUVWXYZ')"
+            )))
+        }
+        fn compile(
+            &self,
+            tag: roxmltree::Node<'_, '_>,
+            cx: &mut TagCompiler<'_>,
+        ) -> Result<(), XspError> {
+            if tag.tag_name().name() == "reverse" {
+                let value = cx.value_expr(tag)?;
+                let result = cx.task(tag, vec![("text".into(), value)], std::sync::Arc::new(()));
+                cx.copy_of(tag, &format!("{result}/node()"));
+                return Ok(());
+            }
+            match self.expression(tag, cx)? {
+                Some(e) => {
+                    cx.value_of(tag, &e);
+                    Ok(())
+                }
+                None => Err(cx.error(tag, "unknown shout tag")),
+            }
+        }
+        fn run(&self, task: &TaskCall<'_>) -> Result<String, TaskError> {
+            let reversed: String = task.arg("text").chars().rev().collect();
+            Ok(format!("<rev>{}</rev>", escape(&reversed)))
+        }
+    }
+
+    let (_dir, root) = site();
+    std::fs::create_dir_all(root.join("plain")).unwrap();
+    std::fs::write(
+        root.join("plain/page.xml"),
+        concat!(
+            "<xsp:page xmlns:xsp=\"http://apache.org/xsp/core/v1\" xmlns:shout=\"urn:example:shout\"",
+            " xmlns:xsp-request=\"http://apache.org/xsp/request/2.0\">",
+            "<p><u><shout:upper>hi <xsp-request:get-parameter name=\"n\"/></shout:upper></u>",
+            "<r><shout:reverse><xsp-request:get-parameter name=\"n\"/></shout:reverse></r></p>",
+            "</xsp:page>\n"
+        ),
+    )
+    .unwrap();
+    let config_path = root.join("axle.toml");
+    std::fs::write(
+        &config_path,
+        "[[location.\"/plain\".processor]]\ntype = \"application/x-xsp\"\nhref = \".\"\n",
+    )
+    .unwrap();
+    let mut registry = axle::Registry::default();
+    registry.add_taglib(std::sync::Arc::new(Shout));
+    let config = axle::site::SiteConfig::load(&config_path, registry.clone()).unwrap();
+    let server = TestServer::start_full(axle::ServeConfig::new(&root), registry, config).await;
+    let r = get(&server, "/plain/page.xml?n=abc%3C", &[]).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(body(&r), "<p><u>HIABC&lt;</u><r><rev>&lt;cba</rev></r></p>");
+}
