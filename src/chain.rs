@@ -316,14 +316,20 @@ fn build(
             tracing::debug!(document = doc, r#type = %pi.r#type, "skipping PI of unregistered type");
             continue;
         };
-        if let Some(id) = pi.href.strip_prefix('#') {
-            // An embedded stylesheet: the resource is the document itself.
-            if id.is_empty() {
+        // The document itself is the resource: an embedded stylesheet
+        // (`#id`), or AxKit's `href="."` (XSP's form).
+        let fragment = match pi.href.strip_prefix('#') {
+            Some("") => {
                 return Err(ChainError::Embedded {
                     href: pi.href.clone(),
                     document: err_doc(),
                 });
             }
+            Some(id) => Some(Some(id.to_string())),
+            None if pi.href == "." => Some(None),
+            None => None,
+        };
+        if let Some(fragment) = fragment {
             let resource = files.confine(doc).map_err(|_| ChainError::Missing {
                 href: pi.href.clone(),
                 document: err_doc(),
@@ -333,23 +339,7 @@ fn build(
                 href: pi.href.clone(),
                 language,
                 resource,
-                fragment: Some(id.to_string()),
-            });
-            continue;
-        }
-        if pi.href == "." {
-            // AxKit's `href="."` (XSP's form): the document itself is the
-            // stage's resource.
-            let resource = files.confine(doc).map_err(|_| ChainError::Missing {
-                href: pi.href.clone(),
-                document: err_doc(),
-            })?;
-            stages.push(StageSpec {
-                mime: pi.r#type.clone(),
-                href: pi.href.clone(),
-                language,
-                resource,
-                fragment: None,
+                fragment,
             });
             continue;
         }

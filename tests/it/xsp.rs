@@ -10,8 +10,9 @@ use reqwest::Method;
 
 use crate::support::{MODES, Resp, TestServer, copy_dir};
 
-/// A copy of `tests/fixtures/xsp`.
-fn site() -> (tempfile::TempDir, PathBuf) {
+/// A copy of `tests/fixtures/xsp` (the esql and PostgreSQL tests use it
+/// too).
+pub fn site() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("root");
     copy_dir(
@@ -22,8 +23,30 @@ fn site() -> (tempfile::TempDir, PathBuf) {
     (dir, root)
 }
 
+/// [`site`] with `config` as its `axle.toml`, served in `mode`.
+pub async fn configured(config: &str, mode: CacheMode) -> (tempfile::TempDir, PathBuf, TestServer) {
+    let (dir, root) = site();
+    let config_path = root.join("axle.toml");
+    std::fs::write(&config_path, config).unwrap();
+    let registry = axle::Registry::default();
+    let site = axle::site::SiteConfig::load(&config_path, registry.clone()).unwrap();
+    let mut serve = axle::ServeConfig::new(&root);
+    serve.cache_mode = mode;
+    let server = TestServer::start_full(serve, registry, site).await;
+    (dir, root, server)
+}
+
 async fn get(server: &TestServer, path: &str, headers: &[(&str, &str)]) -> Resp {
     server.request(Method::GET, path, headers).await
+}
+
+/// Every `Set-Cookie` value of a response, in order.
+fn set_cookies(r: &Resp) -> Vec<String> {
+    r.headers
+        .get_all("set-cookie")
+        .iter()
+        .map(|v| v.to_str().unwrap().to_string())
+        .collect()
 }
 
 /// The body without its XML declaration.
@@ -111,12 +134,7 @@ async fn the_cookie_taglib_reads_and_sets_cookies() {
     let r = get(&server, "/cookie.xml", &[]).await;
     assert_eq!(r.status, 200, "{}", r.text());
     assert!(body(&r).contains("<seen/>"), "{}", r.text());
-    let set: Vec<String> = r
-        .headers
-        .get_all("set-cookie")
-        .iter()
-        .map(|v| v.to_str().unwrap().to_string())
-        .collect();
+    let set = set_cookies(&r);
     assert_eq!(set.len(), 1, "{set:?}");
     assert!(set[0].starts_with("seen=yes; Path=/; Expires="), "{set:?}");
     assert!(set[0].ends_with(" GMT"), "{set:?}");
@@ -130,12 +148,7 @@ async fn the_cookie_taglib_reads_and_sets_cookies() {
     )
     .await;
     assert!(body(&r).contains("<seen>before</seen>"), "{}", r.text());
-    let set: Vec<String> = r
-        .headers
-        .get_all("set-cookie")
-        .iter()
-        .map(|v| v.to_str().unwrap().to_string())
-        .collect();
+    let set = set_cookies(&r);
     assert_eq!(set.len(), 2, "{set:?}");
     assert_eq!(
         set[1], "who=a%3B%20Domain%3Devil.example; Path=/x",
@@ -326,14 +339,8 @@ async fn a_page_may_declare_its_cache_params_and_ttl() {
 /// declare would be shared.
 #[tokio::test(flavor = "multi_thread")]
 async fn declared_cache_params_key_the_page_where_no_other_key_holds_them() {
-    let (_dir, root) = site();
-    let config_path = root.join("axle.toml");
-    std::fs::write(&config_path, "[location.\"/\"]\nparams = \"none\"\n").unwrap();
-    let registry = axle::Registry::default();
-    let config = axle::site::SiteConfig::load(&config_path, registry.clone()).unwrap();
-    let mut serve = axle::ServeConfig::new(&root);
-    serve.cache_mode = CacheMode::All;
-    let server = TestServer::start_full(serve, registry, config).await;
+    let (_dir, _root, server) =
+        configured("[location.\"/\"]\nparams = \"none\"\n", CacheMode::All).await;
     let a = get(&server, "/cached.xml?who=A&other=1", &[]).await;
     let a2 = get(&server, "/cached.xml?who=A&other=2", &[]).await;
     let b = get(&server, "/cached.xml?who=B&other=1", &[]).await;

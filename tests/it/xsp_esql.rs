@@ -4,11 +4,11 @@
 //! unless `debug-errors`, compile errors naming the tag, and the
 //! database's directory never served.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use reqwest::Method;
 
-use crate::support::{Resp, TestServer, copy_dir};
+use crate::support::{Resp, TestServer};
 
 const CONFIG: &str = r#"
 [esql.book]
@@ -24,26 +24,16 @@ timeout = "300ms"
 debug-errors = true
 "#;
 
-/// A copy of `tests/fixtures/xsp` with `CONFIG` as its axle.toml.
+/// A copy of `tests/fixtures/xsp` with `CONFIG` as its axle.toml, and a
+/// `debug-errors` location holding a copy of `esql/broken.xml`.
 async fn server() -> (tempfile::TempDir, PathBuf, TestServer) {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("root");
-    copy_dir(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/xsp"),
-        &root,
-    );
-    let root = root.canonicalize().unwrap();
+    let (dir, root, server) = crate::xsp::configured(CONFIG, axle::CacheMode::Incremental).await;
     std::fs::create_dir_all(root.join("esql/debug")).unwrap();
     std::fs::copy(
         root.join("esql/broken.xml"),
         root.join("esql/debug/broken.xml"),
     )
     .unwrap();
-    let config_path = root.join("axle.toml");
-    std::fs::write(&config_path, CONFIG).unwrap();
-    let registry = axle::Registry::default();
-    let site = axle::site::SiteConfig::load(&config_path, registry.clone()).unwrap();
-    let server = TestServer::start_full(axle::ServeConfig::new(&root), registry, site).await;
     (dir, root, server)
 }
 

@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 
 use reqwest::Method;
 
-use crate::support::{Resp, TestServer, copy_dir};
+use crate::support::{Resp, TestServer};
 
 /// A PostgreSQL cluster of its own, stopped when dropped.
 struct Cluster {
@@ -199,25 +199,11 @@ impl Drop for Cluster {
 }
 
 async fn server(cluster: &Cluster) -> (tempfile::TempDir, TestServer) {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("root");
-    copy_dir(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/xsp"),
-        &root,
+    let config = format!(
+        "[esql.pg]\nurl = \"{}\"\ntimeout = \"1s\"\nmax-rows = 50\npool-size = 2\n",
+        cluster.url()
     );
-    let root = root.canonicalize().unwrap();
-    let config_path = root.join("axle.toml");
-    std::fs::write(
-        &config_path,
-        format!(
-            "[esql.pg]\nurl = \"{}\"\ntimeout = \"1s\"\nmax-rows = 50\npool-size = 2\n",
-            cluster.url()
-        ),
-    )
-    .unwrap();
-    let registry = axle::Registry::default();
-    let site = axle::site::SiteConfig::load(&config_path, registry.clone()).unwrap();
-    let server = TestServer::start_full(axle::ServeConfig::new(&root), registry, site).await;
+    let (dir, _root, server) = crate::xsp::configured(&config, axle::CacheMode::Incremental).await;
     (dir, server)
 }
 
