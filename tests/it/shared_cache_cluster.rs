@@ -4,7 +4,9 @@
 //! and two `axle` processes given two of them as seeds. Pages one renders
 //! are hits on the other whichever node holds them; a purge by URL prefix
 //! and a whole purge reach every node; a damaged value is rejected and
-//! recomputed; the whole cluster killed costs no page. Without
+//! recomputed; one node down takes the tier down until it is back; the
+//! whole cluster killed costs no page, and the cluster started again is
+//! found and shared again. Without
 //! `redis-server` and `redis-cli` the test is skipped loudly, and fails
 //! under `CI=true`.
 
@@ -56,34 +58,29 @@ fn cluster_ports() -> [u16; 3] {
 /// A three-primary Redis Cluster on loopback, killed when dropped.
 struct Cluster {
     ports: [u16; 3],
-    children: Vec<Child>,
-    _dir: tempfile::TempDir,
+    children: HashMap<u16, Child>,
+    /// Where the nodes keep their `nodes-PORT.conf`.
+    dir: tempfile::TempDir,
+}
+
+/// `CLUSTER INFO` says the cluster is whole.
+fn cluster_ok(r: &Reply) -> bool {
+    matches!(r, Reply::Bulk(Some(b)) if String::from_utf8_lossy(b).contains("cluster_state:ok"))
 }
 
 impl Cluster {
     fn start() -> Cluster {
         let dir = tempfile::tempdir().unwrap();
         let ports = cluster_ports();
-        let mut children = Vec::new();
-        for port in ports {
-            let p = port.to_string();
-            let child = Command::new("redis-server")
-                .current_dir(dir.path())
-                .args(["--port", &p, "--bind", "127.0.0.1"])
-                .args(["--cluster-enabled", "yes"])
-                .args(["--cluster-config-file", &format!("nodes-{p}.conf")])
-                .args(["--save", "", "--appendonly", "no"])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("redis-server starts");
-            children.push(child);
-        }
-        let cluster = Cluster {
+        let mut cluster = Cluster {
             ports,
-            children,
-            _dir: dir,
+            children: HashMap::new(),
+            dir,
         };
+        for port in ports {
+            let child = cluster.spawn(port);
+            cluster.children.insert(port, child);
+        }
         for port in ports {
             cluster.wait(port, "PING", |r| r == &Reply::Status("PONG".into()));
         }
@@ -102,11 +99,23 @@ impl Cluster {
             String::from_utf8_lossy(&out.stderr)
         );
         for port in ports {
-            cluster.wait(port, "CLUSTER INFO", |r| {
-                matches!(r, Reply::Bulk(Some(b)) if String::from_utf8_lossy(b).contains("cluster_state:ok"))
-            });
+            cluster.wait(port, "CLUSTER INFO", cluster_ok);
         }
         cluster
+    }
+
+    fn spawn(&self, port: u16) -> Child {
+        let p = port.to_string();
+        Command::new("redis-server")
+            .current_dir(self.dir.path())
+            .args(["--port", &p, "--bind", "127.0.0.1"])
+            .args(["--cluster-enabled", "yes"])
+            .args(["--cluster-config-file", &format!("nodes-{p}.conf")])
+            .args(["--save", "", "--appendonly", "no"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server starts")
     }
 
     /// Waits (10 s at most) until `command` on `port` answers as `ok` says.
@@ -182,8 +191,38 @@ impl Cluster {
             .unwrap_or_else(|| panic!("{key} on no node"))
     }
 
+    /// Starts the three nodes again on their ports, from their
+    /// `nodes-PORT.conf` (the same cluster, empty), waiting until it is ok.
+    fn restart(&mut self) {
+        self.kill();
+        for port in self.ports {
+            let child = self.spawn(port);
+            self.children.insert(port, child);
+        }
+        for port in self.ports {
+            self.wait(port, "CLUSTER INFO", cluster_ok);
+        }
+    }
+
+    /// SIGKILLs one node.
+    fn kill_node(&mut self, port: u16) {
+        if let Some(mut c) = self.children.remove(&port) {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Starts one node again, waiting until the cluster is ok.
+    fn restart_node(&mut self, port: u16) {
+        let child = self.spawn(port);
+        self.children.insert(port, child);
+        for port in self.ports {
+            self.wait(port, "CLUSTER INFO", cluster_ok);
+        }
+    }
+
     fn kill(&mut self) {
-        for mut c in self.children.drain(..) {
+        for (_, mut c) in self.children.drain() {
             let _ = c.kill();
             let _ = c.wait();
         }
@@ -337,6 +376,27 @@ async fn a_redis_cluster_shares_pages_purges_every_node_and_may_die() {
     let by_node = cluster.keys_by_node("axle:*");
     assert!(by_node.values().all(BTreeSet::is_empty), "{by_node:?}");
 
+    // One node down (not a seed): its slots cannot be served, so the
+    // tier goes down at the first operation that meets it and stays down
+    // (a reconnect needs every primary) until the node is back.
+    let third = cluster.ports[2];
+    cluster.kill_node(third);
+    // Twenty new variants: some land on the third node's slots.
+    for (i, page) in docs.iter().chain(&rest).enumerate() {
+        let r = a.get(&format!("{page}?n={i}"), &[]).await;
+        assert_eq!(r.status, 200, "{page}");
+    }
+    wait_available(&a, false).await;
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let t = a.stats().await;
+    assert_eq!(
+        tier(&t, "redis")["available"],
+        false,
+        "down while a node is: {t}"
+    );
+    cluster.restart_node(third);
+    wait_available(&a, true).await;
+
     // The whole cluster killed: both go on answering, right.
     cluster.kill();
     site.write(
@@ -360,4 +420,18 @@ async fn a_redis_cluster_shares_pages_purges_every_node_and_may_die() {
     );
     wait_available(&a, false).await;
     wait_available(&b, false).await;
+
+    // The cluster back (empty): the reconnect finds it, and it is shared
+    // again.
+    cluster.restart();
+    wait_available(&a, true).await;
+    wait_available(&b, true).await;
+    site.write(
+        "back.xml",
+        &format!("{PAGE_XML}<page><title>Back</title><para>w</para></page>\n"),
+    );
+    assert_eq!(a.get("/back.xml", &[]).await.cache(), "miss");
+    cluster.wait_values(1);
+    let r = b.get("/back.xml", &[]).await;
+    assert_eq!((r.status, r.cache().as_str()), (200, "hit; tier=redis"));
 }

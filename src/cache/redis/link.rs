@@ -23,9 +23,7 @@ use std::time::Duration;
 
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::cluster_async::ClusterConnection;
-use redis::cluster_routing::{
-    MultipleNodeRoutingInfo, ResponsePolicy, RoutingInfo, SingleNodeRoutingInfo,
-};
+use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
 
 /// The URL scheme of a Redis Cluster's seed nodes.
 pub(super) const CLUSTER_SCHEME: &str = "redis+cluster://";
@@ -205,44 +203,52 @@ pub(super) enum ScanTarget {
     Node { host: String, port: u16 },
 }
 
-/// The whole cluster's primaries, each once.
-fn all_primaries(policy: Option<ResponsePolicy>) -> RoutingInfo {
-    RoutingInfo::MultiNode((MultipleNodeRoutingInfo::AllMasters, policy))
+/// The primaries that own slots, each once, as the cluster says
+/// (`CLUSTER SLOTS`, asked of any node): a node down is still listed
+/// until the cluster fails it over.
+async fn primaries(c: &mut ClusterConnection) -> redis::RedisResult<Vec<ScanTarget>> {
+    let bad =
+        || redis::RedisError::from((redis::ErrorKind::Parse, "an unexpected CLUSTER SLOTS reply"));
+    let reply = c
+        .route_command(
+            redis::cmd("CLUSTER").arg("SLOTS").to_owned(),
+            RoutingInfo::SingleNode(SingleNodeRoutingInfo::Random),
+        )
+        .await?;
+    let redis::Value::Array(ranges) = reply else {
+        return Err(bad());
+    };
+    let mut targets = Vec::new();
+    for range in ranges {
+        let redis::Value::Array(fields) = range else {
+            return Err(bad());
+        };
+        let Some(redis::Value::Array(primary)) = fields.into_iter().nth(2) else {
+            return Err(bad());
+        };
+        let mut primary = primary.into_iter();
+        let (Some(host), Some(port)) = (primary.next(), primary.next()) else {
+            return Err(bad());
+        };
+        let target = ScanTarget::Node {
+            host: redis::from_redis_value(host)?,
+            port: redis::from_redis_value(port)?,
+        };
+        if !targets.contains(&target) {
+            targets.push(target);
+        }
+    }
+    Ok(targets)
 }
 
 impl Conn {
     /// Where a SCAN of every key must run: the server, or each of the
-    /// cluster's primaries (as the connection knows them: a PING to all
-    /// of them, whose answers come keyed by address).
+    /// cluster's primaries.
     pub(super) async fn scan_targets(mut self) -> redis::RedisResult<Vec<ScanTarget>> {
-        let Conn::Cluster(c) = &mut self else {
-            return Ok(vec![ScanTarget::Only]);
-        };
-        let reply = c
-            .route_command(redis::cmd("PING"), all_primaries(None))
-            .await?;
-        let redis::Value::Map(nodes) = reply else {
-            return Err(redis::RedisError::from((
-                redis::ErrorKind::Parse,
-                "an unexpected reply to a PING of every primary",
-            )));
-        };
-        let mut targets = Vec::new();
-        for (addr, answer) in nodes {
-            if let redis::Value::ServerError(e) = answer {
-                return Err(e.into());
-            }
-            let addr: String = redis::from_redis_value(addr)?;
-            if let Some((host, port)) = addr.rsplit_once(':')
-                && let Ok(port) = port.parse()
-            {
-                targets.push(ScanTarget::Node {
-                    host: host.to_string(),
-                    port,
-                });
-            }
+        match &mut self {
+            Conn::Single(_) => Ok(vec![ScanTarget::Only]),
+            Conn::Cluster(c) => primaries(c).await,
         }
-        Ok(targets)
     }
 
     /// One SCAN step (`cursor`, keys matching `pattern`) on `target`.
@@ -441,8 +447,9 @@ impl State {
     }
 
     /// One connection attempt: connect and PING, both bounded. A cluster
-    /// is up when every primary answers (a slot whose node is down would
-    /// fail its operations: the tier stays down until it is back).
+    /// is up when every primary `CLUSTER SLOTS` lists answers a PING (a
+    /// slot whose node is down would fail its operations: the tier stays
+    /// down until it is back or failed over).
     async fn connect(&self) -> redis::RedisResult<Conn> {
         let budget = self.timeout.max(CONNECT_MIN);
         let attempt = async {
@@ -459,11 +466,13 @@ impl State {
                 }
                 Client::Cluster(client) => {
                     let mut conn = client.get_async_connection().await?;
-                    conn.route_command(
-                        redis::cmd("PING"),
-                        all_primaries(Some(ResponsePolicy::AllSucceeded)),
-                    )
-                    .await?;
+                    for node in primaries(&mut conn).await? {
+                        if let ScanTarget::Node { host, port } = node {
+                            let at = SingleNodeRoutingInfo::ByAddress { host, port };
+                            conn.route_command(redis::cmd("PING"), RoutingInfo::SingleNode(at))
+                                .await?;
+                        }
+                    }
                     Ok(Conn::Cluster(conn))
                 }
             }
