@@ -374,11 +374,16 @@ fn parse_param(text: &str) -> Result<(String, String), String> {
         .ok_or_else(|| format!("'{text}' is not name=value"))
 }
 
+/// The log filter without `RUST_LOG`. The redis crate's own warnings are
+/// left out: its cluster client says one per node per failed connection
+/// attempt, where the shared tier says one line per change of state.
+const DEFAULT_LOG_FILTER: &str = "axle=info,redis=error,warn";
+
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("axle=info,warn")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_LOG_FILTER)),
         )
         .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)

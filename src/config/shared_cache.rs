@@ -12,7 +12,9 @@ use super::{ServeConfig, parse_duration, parse_size};
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct SharedCacheFlags {
     /// Share rendered responses between instances through Redis at
-    /// redis://HOST:PORT[/DB], below memory and disk. Off by default.
+    /// redis://HOST:PORT[/DB] (or a Redis Cluster:
+    /// redis+cluster://HOST:PORT[,HOST:PORT...]), below memory and disk.
+    /// Off by default.
     #[arg(long, value_name = "URL")]
     pub shared_cache: Option<String>,
     /// Put before every key, so several sites can share one Redis. [default: axle:]

@@ -28,6 +28,7 @@ mod redis_support;
 mod samples;
 mod security;
 mod shared_cache;
+mod shared_cache_cluster;
 mod sources;
 mod status;
 mod tiers_support;

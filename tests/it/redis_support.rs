@@ -149,11 +149,12 @@ impl Redis {
         keys
     }
 
-    /// The value keys (not locks) under `prefix`.
+    /// The value keys (`PREFIX{HEX}`; not locks, `PREFIX{HEX}:lock`)
+    /// under `prefix`.
     pub fn values(&self, prefix: &str) -> Vec<String> {
         self.keys(&format!("{prefix}*"))
             .into_iter()
-            .filter(|k| !k.starts_with(&format!("{prefix}lock:")))
+            .filter(|k| !k.ends_with(":lock"))
             .collect()
     }
 

@@ -1,5 +1,5 @@
 //! Cross-instance single flight: on a miss in Redis, the first instance to
-//! take `PREFIX:lock:KEY` (`SET NX PX lock-wait`) computes the response;
+//! take `PREFIX{KEY}:lock` (`SET NX PX lock-wait`) computes the response;
 //! the others poll for the value with short sleeps, for at most
 //! `lock-wait`, and compute it themselves if it does not come (or the lock
 //! is released without a value: the winner's response was not stored).

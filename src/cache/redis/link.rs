@@ -9,13 +9,28 @@
 //! threads' (each of which has a single-threaded runtime of its own): an
 //! operation is spawned here and its result awaited from wherever it was
 //! asked, so no I/O thread drives another's connection.
+//!
+//! Two kinds of connection sit behind one type ([`Conn`]): one Redis
+//! (`redis://`) or a Redis Cluster (`redis+cluster://`, seed nodes), whose
+//! connection routes each command to the node that owns its key's slot.
+//! Operations are written once against [`Conn`]; only a SCAN has to know
+//! which it is (a cluster is scanned node by node: [`Conn::scan_targets`]).
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use redis::aio::MultiplexedConnection;
+use redis::aio::{ConnectionLike, MultiplexedConnection};
+use redis::cluster_async::ClusterConnection;
+use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
+
+/// The URL scheme of a Redis Cluster's seed nodes.
+pub(super) const CLUSTER_SCHEME: &str = "redis+cluster://";
+
+/// Attempts the cluster connection makes on its own (following a MOVED
+/// after a resharding, a node's reconnect) within one operation's timeout.
+const CLUSTER_RETRIES: u32 = 3;
 
 /// The first wait after a failed connection attempt.
 pub(super) const BACKOFF_START: Duration = Duration::from_millis(100);
@@ -70,11 +85,203 @@ impl Backoff {
     }
 }
 
+/// Where the shared tier's Redis is: one server or a cluster's seeds.
+pub(super) enum Client {
+    /// `redis://HOST:PORT[/DB]`.
+    Single(redis::Client),
+    /// `redis+cluster://HOST:PORT[,HOST:PORT...]`.
+    Cluster(redis::cluster::ClusterClient),
+}
+
+impl Client {
+    /// The client `url` names (`redis://` or `redis+cluster://`);
+    /// `timeout` bounds a cluster's own per-node waits.
+    pub(super) fn open(url: &str, timeout: Duration) -> redis::RedisResult<Client> {
+        let Some(rest) = url.strip_prefix(CLUSTER_SCHEME) else {
+            return redis::Client::open(url).map(Client::Single);
+        };
+        let nodes = cluster_seeds(rest)?;
+        redis::cluster::ClusterClientBuilder::new(nodes)
+            .connection_timeout(timeout.max(CONNECT_MIN))
+            .response_timeout(timeout)
+            .retries(CLUSTER_RETRIES)
+            .build()
+            .map(Client::Cluster)
+    }
+
+    /// Where it is, for log lines (no password).
+    fn shown(&self, url: &str) -> String {
+        match self {
+            Client::Single(c) => {
+                let info = c.get_connection_info();
+                format!("{}/{}", info.addr(), info.redis_settings().db())
+            }
+            Client::Cluster(_) => {
+                let rest = url.strip_prefix(CLUSTER_SCHEME).unwrap_or(url);
+                let hosts = rest.rsplit_once('@').map_or(rest, |(_, h)| h);
+                format!("cluster {}", hosts.trim_end_matches('/'))
+            }
+        }
+    }
+}
+
+/// `[USER:PASS@]HOST:PORT[,HOST:PORT...][/]` as one `redis://` URL per
+/// seed node (the credentials, if any, on each). A cluster has database 0
+/// only: a path naming another is refused.
+fn cluster_seeds(rest: &str) -> redis::RedisResult<Vec<String>> {
+    let bad = |why: &str| {
+        redis::RedisError::from((
+            redis::ErrorKind::InvalidClientConfig,
+            "a redis+cluster:// URL",
+            why.to_string(),
+        ))
+    };
+    let (rest, path) = rest.split_once('/').unwrap_or((rest, ""));
+    if !matches!(path, "" | "0") {
+        return Err(bad("a cluster has database 0 only"));
+    }
+    let (auth, hosts) = match rest.rsplit_once('@') {
+        Some((auth, hosts)) => (format!("{auth}@"), hosts),
+        None => (String::new(), rest),
+    };
+    let seeds: Vec<String> = hosts
+        .split(',')
+        .map(str::trim)
+        .filter(|h| !h.is_empty())
+        .map(|h| format!("redis://{auth}{h}/"))
+        .collect();
+    if seeds.is_empty() {
+        return Err(bad("no seed node (HOST:PORT[,HOST:PORT...])"));
+    }
+    Ok(seeds)
+}
+
+/// A connection of either kind; commands go through
+/// [`ConnectionLike`] (a cluster's routed by their keys).
+#[derive(Clone)]
+pub(super) enum Conn {
+    Single(MultiplexedConnection),
+    Cluster(ClusterConnection),
+}
+
+impl ConnectionLike for Conn {
+    fn req_packed_command<'a>(
+        &'a mut self,
+        cmd: &'a redis::Cmd,
+    ) -> redis::RedisFuture<'a, redis::Value> {
+        match self {
+            Conn::Single(c) => c.req_packed_command(cmd),
+            Conn::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a redis::Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> redis::RedisFuture<'a, Vec<redis::Value>> {
+        match self {
+            Conn::Single(c) => c.req_packed_commands(pipeline, offset, count),
+            Conn::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Conn::Single(c) => c.get_db(),
+            Conn::Cluster(c) => c.get_db(),
+        }
+    }
+}
+
+/// Where one SCAN runs: the one server, or one primary of a cluster
+/// (a SCAN sees only the keys of the node it is sent to).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum ScanTarget {
+    Only,
+    Node { host: String, port: u16 },
+}
+
+/// The primaries that own slots, each once, as the cluster says
+/// (`CLUSTER SLOTS`, asked of any node): a node down is still listed
+/// until the cluster fails it over.
+async fn primaries(c: &mut ClusterConnection) -> redis::RedisResult<Vec<ScanTarget>> {
+    let bad =
+        || redis::RedisError::from((redis::ErrorKind::Parse, "an unexpected CLUSTER SLOTS reply"));
+    let reply = c
+        .route_command(
+            redis::cmd("CLUSTER").arg("SLOTS").to_owned(),
+            RoutingInfo::SingleNode(SingleNodeRoutingInfo::Random),
+        )
+        .await?;
+    let redis::Value::Array(ranges) = reply else {
+        return Err(bad());
+    };
+    let mut targets = Vec::new();
+    for range in ranges {
+        let redis::Value::Array(fields) = range else {
+            return Err(bad());
+        };
+        let Some(redis::Value::Array(primary)) = fields.into_iter().nth(2) else {
+            return Err(bad());
+        };
+        let mut primary = primary.into_iter();
+        let (Some(host), Some(port)) = (primary.next(), primary.next()) else {
+            return Err(bad());
+        };
+        let target = ScanTarget::Node {
+            host: redis::from_redis_value(host)?,
+            port: redis::from_redis_value(port)?,
+        };
+        if !targets.contains(&target) {
+            targets.push(target);
+        }
+    }
+    Ok(targets)
+}
+
+impl Conn {
+    /// Where a SCAN of every key must run: the server, or each of the
+    /// cluster's primaries.
+    pub(super) async fn scan_targets(mut self) -> redis::RedisResult<Vec<ScanTarget>> {
+        match &mut self {
+            Conn::Single(_) => Ok(vec![ScanTarget::Only]),
+            Conn::Cluster(c) => primaries(c).await,
+        }
+    }
+
+    /// One SCAN step (`cursor`, keys matching `pattern`) on `target`.
+    pub(super) async fn scan_step(
+        mut self,
+        target: ScanTarget,
+        cursor: u64,
+        pattern: String,
+        count: usize,
+    ) -> redis::RedisResult<(u64, Vec<String>)> {
+        let mut cmd = redis::cmd("SCAN");
+        cmd.arg(cursor)
+            .arg("MATCH")
+            .arg(pattern)
+            .arg("COUNT")
+            .arg(count);
+        match (&mut self, target) {
+            (Conn::Cluster(c), ScanTarget::Node { host, port }) => {
+                let routing =
+                    RoutingInfo::SingleNode(SingleNodeRoutingInfo::ByAddress { host, port });
+                let reply = c.route_command(cmd, routing).await?;
+                Ok(redis::from_redis_value(reply)?)
+            }
+            (conn, _) => cmd.query_async(conn).await,
+        }
+    }
+}
+
 /// What operations and the reconnect task share.
 struct State {
-    client: redis::Client,
+    client: Client,
     timeout: Duration,
-    conn: RwLock<Option<MultiplexedConnection>>,
+    conn: RwLock<Option<Conn>>,
     available: AtomicBool,
     /// Said once the first connection has been made (so the first "up"
     /// says "connected", later ones "available again").
@@ -100,9 +307,8 @@ pub(super) struct Link {
 impl Link {
     /// Starts the link's thread and its first connection attempt in the
     /// background (nothing here waits for Redis).
-    pub(super) fn start(client: redis::Client, timeout: Duration) -> std::io::Result<Link> {
-        let info = client.get_connection_info();
-        let shown = format!("{}/{}", info.addr(), info.redis_settings().db());
+    pub(super) fn start(client: Client, url: &str, timeout: Duration) -> std::io::Result<Link> {
+        let shown = client.shown(url);
         let state = Arc::new(State {
             client,
             timeout,
@@ -168,7 +374,7 @@ impl Link {
     pub(super) async fn run<T, F, Fut>(&self, op: F) -> Result<T, LinkError>
     where
         T: Send + 'static,
-        F: FnOnce(MultiplexedConnection) -> Fut + Send + 'static,
+        F: FnOnce(Conn) -> Fut + Send + 'static,
         Fut: Future<Output = redis::RedisResult<T>> + Send + 'static,
     {
         let conn = if self.available() {
@@ -186,9 +392,7 @@ impl Link {
             let result = match tokio::time::timeout(timeout, op(conn)).await {
                 Err(_) => Err(LinkError::Timeout(timeout)),
                 Ok(Ok(v)) => Ok(v),
-                Ok(Err(e)) if e.is_io_error() || e.is_connection_dropped() => {
-                    Err(LinkError::Connection(e))
-                }
+                Ok(Err(e)) if lost(&e) => Err(LinkError::Connection(e)),
                 // An answer, if an error (out of memory, a wrong type):
                 // Redis is up.
                 Ok(Err(e)) => Err(LinkError::Refused(e)),
@@ -203,6 +407,26 @@ impl Link {
         });
         task.await.unwrap_or(Err(LinkError::Stopped))
     }
+}
+
+/// Whether `e` says the connection (or, on a cluster, a node or the
+/// cluster's view of its slots) is gone, rather than an answer that
+/// happens to be an error: the tier goes down and reconnects.
+fn lost(e: &redis::RedisError) -> bool {
+    use redis::{ErrorKind, ServerErrorKind};
+    e.is_io_error()
+        || e.is_connection_dropped()
+        || matches!(
+            e.kind(),
+            ErrorKind::ClusterConnectionNotFound
+                | ErrorKind::Server(
+                    ServerErrorKind::ClusterDown
+                        | ServerErrorKind::MasterDown
+                        | ServerErrorKind::TryAgain
+                        | ServerErrorKind::Moved
+                        | ServerErrorKind::Ask
+                )
+        )
 }
 
 impl State {
@@ -222,19 +446,36 @@ impl State {
         }
     }
 
-    /// One connection attempt: connect and PING, both bounded.
-    async fn connect(&self) -> redis::RedisResult<MultiplexedConnection> {
+    /// One connection attempt: connect and PING, both bounded. A cluster
+    /// is up when every primary `CLUSTER SLOTS` lists answers a PING (a
+    /// slot whose node is down would fail its operations: the tier stays
+    /// down until it is back or failed over).
+    async fn connect(&self) -> redis::RedisResult<Conn> {
         let budget = self.timeout.max(CONNECT_MIN);
-        let config = redis::AsyncConnectionConfig::new()
-            .set_connection_timeout(Some(budget))
-            .set_response_timeout(Some(self.timeout));
         let attempt = async {
-            let mut conn = self
-                .client
-                .get_multiplexed_async_connection_with_config(&config)
-                .await?;
-            redis::cmd("PING").query_async::<()>(&mut conn).await?;
-            Ok(conn)
+            match &self.client {
+                Client::Single(client) => {
+                    let config = redis::AsyncConnectionConfig::new()
+                        .set_connection_timeout(Some(budget))
+                        .set_response_timeout(Some(self.timeout));
+                    let mut conn = client
+                        .get_multiplexed_async_connection_with_config(&config)
+                        .await?;
+                    redis::cmd("PING").query_async::<()>(&mut conn).await?;
+                    Ok(Conn::Single(conn))
+                }
+                Client::Cluster(client) => {
+                    let mut conn = client.get_async_connection().await?;
+                    for node in primaries(&mut conn).await? {
+                        if let ScanTarget::Node { host, port } = node {
+                            let at = SingleNodeRoutingInfo::ByAddress { host, port };
+                            conn.route_command(redis::cmd("PING"), RoutingInfo::SingleNode(at))
+                                .await?;
+                        }
+                    }
+                    Ok(Conn::Cluster(conn))
+                }
+            }
         };
         match tokio::time::timeout(budget * 2, attempt).await {
             Ok(result) => result,
@@ -307,8 +548,9 @@ mod tests {
             let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
             l.local_addr().unwrap().port()
         };
-        let client = redis::Client::open(format!("redis://127.0.0.1:{port}/")).unwrap();
-        let link = Link::start(client, Duration::from_secs(5)).unwrap();
+        let url = format!("redis://127.0.0.1:{port}/");
+        let client = Client::open(&url, Duration::from_secs(5)).unwrap();
+        let link = Link::start(client, &url, Duration::from_secs(5)).unwrap();
         let started = std::time::Instant::now();
         for _ in 0..100 {
             let r = link
@@ -320,5 +562,27 @@ mod tests {
         assert!(!link.available());
         assert_eq!(link.skipped(), 100);
         assert_eq!(link.errors(), 0);
+    }
+
+    #[test]
+    fn cluster_urls_give_one_seed_url_per_node() {
+        assert_eq!(
+            cluster_seeds("10.0.0.1:7000,10.0.0.2:7001").unwrap(),
+            ["redis://10.0.0.1:7000/", "redis://10.0.0.2:7001/"]
+        );
+        assert_eq!(
+            cluster_seeds(":pw@a:1,b:2/").unwrap(),
+            ["redis://:pw@a:1/", "redis://:pw@b:2/"]
+        );
+        assert!(cluster_seeds("a:1/3").is_err(), "a cluster has db 0 only");
+        assert!(cluster_seeds("").is_err());
+        let client = Client::open(
+            "redis+cluster://:secret@127.0.0.1:7000,127.0.0.1:7001",
+            Duration::from_millis(100),
+        )
+        .unwrap();
+        assert!(matches!(client, Client::Cluster(_)));
+        let shown = client.shown("redis+cluster://:secret@127.0.0.1:7000,127.0.0.1:7001");
+        assert_eq!(shown, "cluster 127.0.0.1:7000,127.0.0.1:7001");
     }
 }

@@ -1,12 +1,16 @@
-//! The shared tier (`--shared-cache redis://HOST:PORT[/DB]`, `name() ==
-//! "redis"`): final outputs kept in a Redis that several Axle instances
+//! The shared tier (`--shared-cache redis://HOST:PORT[/DB]`, or
+//! `redis+cluster://HOST:PORT[,HOST:PORT...]` for a Redis Cluster; `name()
+//! == "redis"`): final outputs kept in a Redis that several Axle instances
 //! share, so a page one instance rendered is a hit on the others, and a
 //! miss that another instance is already computing waits for it instead
 //! of computing it again (`flight`).
 //!
 //! Values are the disk tier's self-checking encoding of an entry (magic,
 //! version, key, blake3 checksum: `disk::format`), stored under
-//! `PREFIX` + the key in hex, each with an expiry (`ttl`); a value that
+//! `PREFIX{HEX}` (the key in hex as a hash tag, its lock `PREFIX{HEX}:lock`,
+//! so a cluster keeps the two on one slot and the lookup script may touch
+//! both; one format for a cluster and a single server), each with an
+//! expiry (`ttl`); a value that
 //! fails to decode is deleted and counted as rejected, and the store
 //! checks the body's hash and the dependencies of what decodes. Entries
 //! larger than `max-entry-size` are not stored (counted as dropped).
@@ -33,7 +37,7 @@ use bytes::Bytes;
 
 use super::disk::format;
 use super::{BoxFuture, Cache, Entry, Key, TierStats};
-use link::{Link, LinkError};
+use link::{Client, Link, LinkError};
 
 /// Keys asked for per SCAN step during a purge.
 const SCAN_COUNT: usize = 500;
@@ -86,8 +90,8 @@ impl RedisTier {
             .url
             .as_deref()
             .ok_or_else(|| SharedCacheError::Settings("no shared cache URL".into()))?;
-        let client = redis::Client::open(url).map_err(SharedCacheError::Url)?;
-        let link = Link::start(client, settings.timeout).map_err(SharedCacheError::Thread)?;
+        let client = Client::open(url, settings.timeout).map_err(SharedCacheError::Url)?;
+        let link = Link::start(client, url, settings.timeout).map_err(SharedCacheError::Thread)?;
         Ok(RedisTier {
             link,
             prefix: settings.prefix.clone(),
@@ -114,11 +118,11 @@ impl RedisTier {
     }
 
     fn value_key(&self, key: &Key) -> String {
-        format!("{}{}", self.prefix, key.hex())
+        value_name(&self.prefix, key)
     }
 
     fn lock_key(&self, key: &Key) -> String {
-        format!("{}lock:{}", self.prefix, key.hex())
+        format!("{}{LOCK_SUFFIX}", value_name(&self.prefix, key))
     }
 
     /// The value under `name` decoded, or None; a value that fails to
@@ -229,34 +233,33 @@ impl RedisTier {
             .await;
     }
 
-    /// Every key under this tier's prefix (values and locks), by SCAN.
+    /// Every key under this tier's prefix (values and locks), by SCAN:
+    /// of the server, or of each primary of a cluster in turn.
     async fn scan(&self) -> Vec<String> {
         let pattern = format!("{}*", glob_escape(&self.prefix));
-        let mut cursor: u64 = 0;
+        let targets = self
+            .link
+            .run(|c| c.scan_targets())
+            .await
+            .unwrap_or_default();
         let mut keys = Vec::new();
-        loop {
-            let p = pattern.clone();
-            let step = self
-                .link
-                .run(move |mut c| async move {
-                    redis::cmd("SCAN")
-                        .arg(cursor)
-                        .arg("MATCH")
-                        .arg(p)
-                        .arg("COUNT")
-                        .arg(SCAN_COUNT)
-                        .query_async::<(u64, Vec<String>)>(&mut c)
-                        .await
-                })
-                .await;
-            let Ok((next, mut found)) = step else {
-                break;
-            };
-            keys.append(&mut found);
-            if next == 0 {
-                break;
+        for target in targets {
+            let mut cursor: u64 = 0;
+            loop {
+                let (p, t) = (pattern.clone(), target.clone());
+                let step = self
+                    .link
+                    .run(move |c| c.scan_step(t, cursor, p, SCAN_COUNT))
+                    .await;
+                let Ok((next, mut found)) = step else {
+                    break;
+                };
+                keys.append(&mut found);
+                if next == 0 {
+                    break;
+                }
+                cursor = next;
             }
-            cursor = next;
         }
         keys.sort_unstable();
         keys.dedup();
@@ -276,10 +279,21 @@ fn glob_escape(text: &str) -> String {
     out
 }
 
-/// The key a value name under `prefix` stands for (None for a lock or a
-/// foreign name).
+/// What follows a value's name in its lock's.
+const LOCK_SUFFIX: &str = ":lock";
+
+/// The name of `key`'s value under `prefix`: `PREFIX{HEX}`. The braces
+/// make the hex a Redis Cluster hash tag, so the value and its lock
+/// (`PREFIX{HEX}:lock`) are on one slot, as a script touching both needs.
+fn value_name(prefix: &str, key: &Key) -> String {
+    format!("{prefix}{{{}}}", key.hex())
+}
+
+/// The key a value name under `prefix` stands for (None for a lock, a
+/// name of the earlier format `PREFIX` + hex, or a foreign name).
 fn key_of(prefix: &str, name: &str) -> Option<Key> {
-    super::disk::parse_key(name.strip_prefix(prefix)?)
+    let tagged = name.strip_prefix(prefix)?;
+    super::disk::parse_key(tagged.strip_prefix('{')?.strip_suffix('}')?)
 }
 
 impl Cache for RedisTier {
@@ -415,10 +429,29 @@ mod tests {
     #[test]
     fn value_names_round_trip_and_locks_are_not_values() {
         let key = crate::cache::KeyBuilder::new("t").finish();
-        let name = format!("site:{}", key.hex());
+        let name = value_name("site:", &key);
+        assert_eq!(name, format!("site:{{{}}}", key.hex()));
         assert_eq!(key_of("site:", &name), Some(key));
-        assert_eq!(key_of("site:", &format!("site:lock:{}", key.hex())), None);
+        assert_eq!(key_of("site:", &format!("{name}{LOCK_SUFFIX}")), None);
         assert_eq!(key_of("other:", &name), None);
+        // The earlier, untagged format is not a value of this one.
+        assert_eq!(key_of("site:", &format!("site:{}", key.hex())), None);
+    }
+
+    /// A value and its lock hash to one cluster slot (the lookup script
+    /// touches both), and different keys spread over slots.
+    #[test]
+    fn a_value_and_its_lock_share_a_slot() {
+        use redis::cluster_routing::Slot;
+        let slot = |name: &str| Slot::for_key(name.as_bytes());
+        let mut slots = std::collections::HashSet::new();
+        for i in 0..32 {
+            let key = crate::cache::KeyBuilder::new(&format!("k{i}")).finish();
+            let name = value_name("axle:", &key);
+            assert_eq!(slot(&name), slot(&format!("{name}{LOCK_SUFFIX}")));
+            slots.insert(slot(&name));
+        }
+        assert!(slots.len() > 16, "keys spread over slots");
     }
 
     #[test]

@@ -23,7 +23,8 @@ pub const DEFAULT_LOCK_WAIT: Duration = Duration::from_secs(2);
 /// The shared (Redis) tier's settings. `url: None`: no shared tier.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SharedCacheSettings {
-    /// `redis://HOST:PORT[/DB]`.
+    /// `redis://HOST:PORT[/DB]`, or `redis+cluster://HOST:PORT[,HOST:PORT...]`
+    /// (seed nodes of a Redis Cluster).
     pub url: Option<String>,
     /// Put before every key, so several sites can share one Redis.
     pub prefix: String,
@@ -66,12 +67,23 @@ impl SharedCacheSettings {
         if self.timeout < Duration::from_millis(1) {
             return Err("the shared cache's timeout must be at least 1ms".into());
         }
-        if let Some(url) = &self.url
-            && !url.starts_with("redis://")
-        {
-            return Err(format!(
-                "'{url}' is not a Redis URL (redis://HOST:PORT[/DB])"
-            ));
+        if let Some(url) = &self.url {
+            let cluster = url.starts_with(super::link::CLUSTER_SCHEME);
+            if !url.starts_with("redis://") && !cluster {
+                return Err(format!(
+                    "'{url}' is not a Redis URL (redis://HOST:PORT[/DB] or \
+                     redis+cluster://HOST:PORT[,HOST:PORT...])"
+                ));
+            }
+            // Keys carry their own hash tag (`PREFIX{HEX}`): a brace in the
+            // prefix could make a value and its lock hash apart.
+            if cluster && self.prefix.contains(['{', '}']) {
+                return Err(format!(
+                    "the shared cache's prefix '{}' may not contain '{{' or '}}' with a Redis \
+                     Cluster (keys are hash-tagged by the server)",
+                    self.prefix
+                ));
+            }
         }
         Ok(())
     }
@@ -93,6 +105,11 @@ mod tests {
         s.prefix = "a:".into();
         s.url = Some("http://x".into());
         assert!(s.check().unwrap_err().contains("Redis URL"));
+        s.url = Some("redis+cluster://10.0.0.1:7000,10.0.0.2:7000".into());
+        assert_eq!(s.check(), Ok(()));
+        s.prefix = "{site}:".into();
+        assert!(s.check().unwrap_err().contains("prefix"));
+        s.prefix = "a:".into();
         s.url = Some("redis://x".into());
         s.timeout = Duration::ZERO;
         assert!(s.check().unwrap_err().contains("timeout"));
