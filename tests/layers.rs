@@ -39,9 +39,13 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("cache", &["ffi", "prolog"]),
     ("provider", &["exec", "cache", "ffi", "prolog"]),
     ("href", &["cache", "ffi", "prolog"]),
+    // `config` (a leaf of settings) for its duration and size syntax: an
+    // XSP page's `axsp:ttl` reads as every duration a user writes.
     (
         "language",
-        &["exec", "href", "provider", "cache", "ffi", "prolog"],
+        &[
+            "config", "exec", "href", "provider", "cache", "ffi", "prolog",
+        ],
     ),
     (
         "chain",
