@@ -79,6 +79,8 @@ async fn the_core_elements_compile_to_the_expected_document() {
             "<x:q>ns</x:q>",
             "<yes/>",
             "<quote>it's \"q\"</quote>",
+            "<spaced xml:space=\"preserve\">1 2</spaced>",
+            "<tight>12</tight>",
             "</page>"
         )
     );

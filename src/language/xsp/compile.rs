@@ -13,8 +13,9 @@
 //! code or SQL text.
 //!
 //! Whitespace: a text node of the page that is only whitespace is dropped
-//! (as XSLT drops it from a stylesheet), except inside `xsp:text`; other
-//! text is kept exactly.
+//! (as XSLT drops it from a stylesheet), except inside `xsp:text` and
+//! under an element with `xml:space="preserve"` (the nearest `xml:space`
+//! wins); other text is kept exactly.
 
 use std::any::Any;
 use std::fmt::Write as _;
@@ -506,7 +507,7 @@ impl<'a> TagCompiler<'a> {
         match node.node_type() {
             NodeType::Text => {
                 let t = node.text().unwrap_or("");
-                if !t.trim().is_empty() {
+                if !t.trim().is_empty() || preserves_space(node) {
                     self.text(t);
                 }
                 Ok(())
@@ -558,10 +559,18 @@ impl<'a> TagCompiler<'a> {
             _ => {}
         }
         let default_here = if prefix.is_none() { own_ns } else { inherited };
+        let mut xml_attrs: Vec<(String, String)> = Vec::new();
         for attr in node.attributes() {
             let (name, decl) = match attr.namespace() {
                 Some(XSP_NS) | Some(AXSP_NS) => {
                     return Err(self.error(node, "xsp: attributes are not supported"));
+                }
+                // `xml:space` on the stylesheet's element would keep the
+                // generated stylesheet's own line breaks: `xml:`
+                // attributes are made by `xsl:attribute` instead.
+                Some(XML_NS) => {
+                    xml_attrs.push((attr.name().to_string(), attr.value().to_string()));
+                    continue;
                 }
                 Some(uri) => {
                     let p = node.lookup_prefix(uri).unwrap_or("ns");
@@ -584,6 +593,13 @@ impl<'a> TagCompiler<'a> {
             );
         }
         start.push('>');
+        for (name, value) in &xml_attrs {
+            let _ = write!(
+                start,
+                "<xsl:attribute name=\"xml:{name}\">{}</xsl:attribute>",
+                escape_text(value)
+            );
+        }
         self.raw(&start);
         self.default_ns.push(default_here);
         let result = self.children(node);
@@ -792,6 +808,16 @@ fn expr_text(c: &TagCompiler<'_>, node: Node<'_, '_>) -> Result<String, XspError
         return Err(c.error(node, "xsp:expr is empty"));
     }
     Ok(text.to_string())
+}
+
+/// The XML namespace (`xml:space`, `xml:lang`).
+const XML_NS: &str = "http://www.w3.org/XML/1998/namespace";
+
+/// Does the nearest `xml:space` around `node` say `preserve`?
+fn preserves_space(node: Node<'_, '_>) -> bool {
+    node.ancestors()
+        .find_map(|a| a.attribute((XML_NS, "space")))
+        .is_some_and(|v| v == "preserve")
 }
 
 fn ns_of<'n>(node: Node<'n, '_>) -> &'n str {
