@@ -40,6 +40,22 @@ async fn get(server: &TestServer, path: &str, headers: &[(&str, &str)]) -> Resp 
     server.request(Method::GET, path, headers).await
 }
 
+/// The texts of every `name` element of a response (the esql tests read
+/// rows this way).
+pub fn texts(r: &Resp, name: &str) -> Vec<String> {
+    let text = r.text();
+    let doc = roxmltree::Document::parse(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+    doc.descendants()
+        .filter(|n| n.has_tag_name(name))
+        .map(|n| n.text().unwrap_or("").to_string())
+        .collect()
+}
+
+/// `s` form-encoded, for a query string.
+pub fn urlencode(s: &str) -> String {
+    form_urlencoded::byte_serialize(s.as_bytes()).collect()
+}
+
 /// Every `Set-Cookie` value of a response, in order.
 fn set_cookies(r: &Resp) -> Vec<String> {
     r.headers

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use reqwest::Method;
 
 use crate::support::{Resp, TestServer};
+use crate::xsp::{texts, urlencode};
 
 const CONFIG: &str = r#"
 [esql.book]
@@ -49,16 +50,6 @@ async fn post(server: &TestServer, path: &str, form: &[(&str, &str)]) -> Resp {
 
 async fn get(server: &TestServer, path: &str) -> Resp {
     server.request(Method::GET, path, &[]).await
-}
-
-/// The texts of every `name` element of a response.
-fn texts(r: &Resp, name: &str) -> Vec<String> {
-    let text = r.text();
-    let doc = roxmltree::Document::parse(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
-    doc.descendants()
-        .filter(|n| n.has_tag_name(name))
-        .map(|n| n.text().unwrap_or("").to_string())
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -153,10 +144,6 @@ async fn the_injection_matrix_never_reaches_the_sql() {
         "{}",
         r.text()
     );
-}
-
-fn urlencode(s: &str) -> String {
-    form_urlencoded::byte_serialize(s.as_bytes()).collect()
 }
 
 #[tokio::test(flavor = "multi_thread")]

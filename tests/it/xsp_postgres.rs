@@ -10,6 +10,7 @@ use std::process::{Child, Command, Stdio};
 use reqwest::Method;
 
 use crate::support::{Resp, TestServer};
+use crate::xsp::{texts, urlencode};
 
 /// A PostgreSQL cluster of its own, stopped when dropped.
 struct Cluster {
@@ -205,19 +206,6 @@ async fn server(cluster: &Cluster) -> (tempfile::TempDir, TestServer) {
     );
     let (dir, _root, server) = crate::xsp::configured(&config, axle::CacheMode::Incremental).await;
     (dir, server)
-}
-
-fn texts(r: &Resp, name: &str) -> Vec<String> {
-    let text = r.text();
-    let doc = roxmltree::Document::parse(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
-    doc.descendants()
-        .filter(|n| n.has_tag_name(name))
-        .map(|n| n.text().unwrap_or("").to_string())
-        .collect()
-}
-
-fn urlencode(s: &str) -> String {
-    form_urlencoded::byte_serialize(s.as_bytes()).collect()
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -359,6 +359,30 @@ impl<'a> TagCompiler<'a> {
         self.raw(&t);
     }
 
+    /// Outputs the string value of a tag's expression (`Taglib::expression`),
+    /// or, when the tag has none, fails naming it as an unknown tag of
+    /// `taglib` (`request`, `esql`).
+    pub fn tag_value(
+        &mut self,
+        tag: Node<'_, '_>,
+        expression: Option<String>,
+        taglib: &str,
+    ) -> Result<(), XspError> {
+        match expression {
+            Some(e) => {
+                self.value_of(tag, &e);
+                Ok(())
+            }
+            None => Err(self.error(
+                tag,
+                &format!(
+                    "unknown {taglib} tag {} (see docs/xsp.md for the list)",
+                    tag.tag_name().name()
+                ),
+            )),
+        }
+    }
+
     /// Outputs a copy of what `xpath` selects (nodes), or its string value.
     pub fn copy_of(&mut self, node: Node<'_, '_>, xpath: &str) {
         self.expression(node, xpath);

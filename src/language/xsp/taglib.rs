@@ -47,13 +47,8 @@ pub trait Taglib: Send + Sync + 'static {
     /// Compiles `tag` where it stands in the page's content: by default,
     /// its value ([`Taglib::expression`]), else an error naming it.
     fn compile(&self, tag: Node<'_, '_>, cx: &mut TagCompiler<'_>) -> Result<(), XspError> {
-        match self.expression(tag, cx)? {
-            Some(e) => {
-                cx.value_of(tag, &e);
-                Ok(())
-            }
-            None => Err(cx.error(tag, "unknown tag")),
-        }
+        let expression = self.expression(tag, cx)?;
+        cx.tag_value(tag, expression, self.namespace())
     }
 
     /// Runs a task this taglib registered ([`TagCompiler::task`]) and

@@ -179,16 +179,10 @@ impl Taglib for Request {
                 );
                 Ok(())
             }
-            other => match self.expression(tag, cx)? {
-                Some(e) => {
-                    cx.value_of(tag, &e);
-                    Ok(())
-                }
-                None => Err(cx.error(
-                    tag,
-                    &format!("unknown request tag {other} (see docs/xsp.md for the list)"),
-                )),
-            },
+            _ => {
+                let expression = self.expression(tag, cx)?;
+                cx.tag_value(tag, expression, "request")
+            }
         }
     }
 }

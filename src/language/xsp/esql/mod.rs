@@ -152,19 +152,10 @@ impl Taglib for Esql {
                 ));
                 Ok(())
             }
-            _ => match self.expression(tag, cx)? {
-                Some(e) => {
-                    cx.value_of(tag, &e);
-                    Ok(())
-                }
-                None => Err(cx.error(
-                    tag,
-                    &format!(
-                        "unknown esql tag {} (see docs/xsp.md for the list)",
-                        tag.tag_name().name()
-                    ),
-                )),
-            },
+            _ => {
+                let expression = self.expression(tag, cx)?;
+                cx.tag_value(tag, expression, "esql")
+            }
         }
     }
 
