@@ -5,7 +5,8 @@
 //! and a once-per-process `xsltRegisterAllElement` that libxslt's calls
 //! bind to; `csrc/dtd.c` lends parsed DTDs to
 //! later parses (see `src/ffi/dtd.rs`); `csrc/html.c` serializes HTML
-//! results as libxslt does, faster.
+//! results as libxslt does, faster; `csrc/untrusted.c` parses a client's
+//! document under limits (see `src/ffi/untrusted.rs`).
 
 fn main() {
     let libs = ["libxslt", "libexslt", "libxml-2.0"];
@@ -15,6 +16,7 @@ fn main() {
         .file("csrc/dtd.c")
         .file("csrc/xinclude.c")
         .file("csrc/html.c")
+        .file("csrc/untrusted.c")
         .warnings(true);
     for name in libs {
         let lib = match pkg_config::Config::new().probe(name) {
@@ -32,5 +34,6 @@ fn main() {
     println!("cargo:rerun-if-changed=csrc/dtd.c");
     println!("cargo:rerun-if-changed=csrc/xinclude.c");
     println!("cargo:rerun-if-changed=csrc/html.c");
+    println!("cargo:rerun-if-changed=csrc/untrusted.c");
     println!("cargo:rerun-if-changed=build.rs");
 }

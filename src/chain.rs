@@ -296,6 +296,53 @@ pub fn select(
     }
 }
 
+/// What a client's document (a request body) may choose through its PIs
+/// (issue #36): each applicable PI must name a stylesheet *file* (never
+/// an embedded `#id` stylesheet, never the document itself, `href="."`)
+/// whose Language's name is in `allowed`. The
+/// location's processors are not the client's choice and are not held to
+/// it; with `order` [`ProcessorOrder::Instead`] the PIs choose nothing.
+/// A PI of a type no Language is registered for chooses nothing either
+/// (it is skipped, as for files). Returns why the document is refused.
+pub fn client_choice_refused(
+    prolog: &Prolog,
+    selection: &Selection,
+    order: ProcessorOrder,
+    registry: &Registry,
+    allowed: &[String],
+) -> Option<String> {
+    if order == ProcessorOrder::Instead {
+        return None;
+    }
+    let allows = |name: &str| allowed.iter().any(|a| a.eq_ignore_ascii_case(name));
+    for pi in applicable(prolog, selection) {
+        let Some(language) = registry.lookup(&pi.r#type, &pi.href) else {
+            continue;
+        };
+        let href = pi.href.trim();
+        if href == "." || href.is_empty() {
+            return Some(format!(
+                "its <?xml-stylesheet href=\"{href}\"?> names the document itself as a stage ({}): a posted document may not choose what runs",
+                language.name()
+            ));
+        }
+        if href.starts_with('#') {
+            return Some(format!(
+                "its <?xml-stylesheet href=\"{href}\"?> names a stylesheet embedded in the document: a posted document may name only stylesheet files under the root"
+            ));
+        }
+        if !allows(language.name()) {
+            return Some(format!(
+                "its <?xml-stylesheet type=\"{}\" href=\"{href}\"?> names a {} stage, which a posted document may not choose here (client-stages: {})",
+                pi.r#type,
+                language.name(),
+                allowed.join(", ")
+            ));
+        }
+    }
+    None
+}
+
 fn build(
     pis: Vec<&StylesheetPi>,
     doc: &str,

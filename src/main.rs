@@ -121,6 +121,18 @@ struct LimitArgs {
     /// (0: one fewer than the transform threads, at least 1). [default: 0]
     #[arg(long)]
     max_per_url: Option<usize>,
+    /// Elements a posted document may nest (1 to 256, libxml2's own
+    /// ceiling; 400 past it). [default: 256]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=256))]
+    max_post_depth: Option<u32>,
+    /// Attributes and namespace declarations on one element of a posted
+    /// document (400 past it). [default: 256]
+    #[arg(long)]
+    max_post_attributes: Option<u32>,
+    /// Entity expansion of a posted document past its first 1,000,000
+    /// bytes, as a multiple of its size (400 past it). [default: 5]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    max_post_amplification: Option<u32>,
 }
 
 impl LimitArgs {
@@ -157,6 +169,9 @@ impl LimitArgs {
         set!(render.max_xinclude_nodes, self.max_xinclude_nodes);
         set!(render.max_queue, self.max_queue);
         set!(render.max_per_url, self.max_per_url);
+        set!(render.client.max_depth, self.max_post_depth);
+        set!(render.client.max_attributes, self.max_post_attributes);
+        set!(render.client.max_amplification, self.max_post_amplification);
     }
 }
 
@@ -778,6 +793,15 @@ mod tests {
             ("--max-nested", render.max_nested),
             ("--max-queue", render.max_queue),
             ("--max-per-url", render.max_per_url),
+            ("--max-post-depth", render.client.max_depth as usize),
+            (
+                "--max-post-attributes",
+                render.client.max_attributes as usize,
+            ),
+            (
+                "--max-post-amplification",
+                render.client.max_amplification as usize,
+            ),
         ] {
             assert_eq!(documented(flag), value.to_string(), "{flag}");
         }

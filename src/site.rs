@@ -151,6 +151,14 @@ pub struct Location {
     pub order: ProcessorOrder,
     /// Is `?passthru=1` allowed?
     pub passthru: bool,
+    /// Was `passthru` set by a section (not the default)? Only then is an
+    /// XSP page's source shown by `?passthru=1`: a page holds its SQL and
+    /// its logic.
+    pub passthru_set: bool,
+    /// For a posted document (`post` source): the Languages its PIs may
+    /// name, by name (`xslt`, `passthru`, `xsp`, `filter:TYPE`, a
+    /// plug-in's name). Default: `xslt`. Never an embedded stylesheet.
+    pub client_stages: Arc<[String]>,
     /// Which request params reach stylesheets.
     pub params: ParamPolicy,
     /// Directory index document name (None: no index).
@@ -435,6 +443,8 @@ impl SiteConfig {
             processors: Vec::new(),
             order: ProcessorOrder::Fallback,
             passthru: true,
+            passthru_set: false,
+            client_stages: Arc::from(vec!["xslt".to_string()]),
             params: ParamPolicy::All,
             index: Some("index.xml".into()),
             directories: false,
@@ -481,8 +491,12 @@ impl SiteConfig {
                 processors.append(&mut l.processors);
             }
             l.processors = processors;
+            if let Some(v) = &r.client_stages {
+                l.client_stages = Arc::from(v.clone());
+            }
             if let Some(v) = r.passthru {
                 l.passthru = v;
+                l.passthru_set = true;
             }
             if let Some(v) = &r.params {
                 l.params = match v {

@@ -89,6 +89,11 @@ pub struct RenderLimits {
     /// once; renders of one variant share a turn (0: one fewer than the
     /// transform threads, at least 1).
     pub max_per_url: usize,
+    /// What a client's document (a `post` source's body) may do when it is
+    /// parsed: nesting depth, attributes per element, entity amplification
+    /// (`--max-post-depth`, `--max-post-attributes`,
+    /// `--max-post-amplification`; 400 past them).
+    pub client: crate::ffi::UntrustedLimits,
 }
 
 impl Default for RenderLimits {
@@ -103,6 +108,7 @@ impl Default for RenderLimits {
             max_xinclude_nodes: 1_000_000,
             max_queue: 256,
             max_per_url: 0,
+            client: crate::ffi::UntrustedLimits::default(),
         }
     }
 }

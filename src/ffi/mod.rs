@@ -42,6 +42,7 @@ mod result;
 mod stylesheet;
 mod sys;
 mod transform;
+mod untrusted;
 
 pub use budget::{BudgetScope, Exceeded, RenderBudget};
 pub use doc::XmlDoc;
@@ -56,6 +57,7 @@ pub use resolve::{Loaded, RefuseAll, Resolver};
 pub use result::ResultDoc;
 pub use stylesheet::{OutputSettings, Stylesheet};
 pub use transform::Limits;
+pub use untrusted::{DEPTH_CEILING, EXPANSION_FLOOR, Refusal, UntrustedLimits, most_attributes};
 
 use std::ffi::{CStr, CString};
 use std::os::raw::{c_char, c_int};

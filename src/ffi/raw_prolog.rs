@@ -20,6 +20,18 @@ pub struct RawProlog {
 /// Parses `bytes` fully (no external loads) and reads its prolog.
 pub fn prolog_via_libxml(bytes: &[u8], url: &str) -> Result<RawProlog, XmlError> {
     let doc = XmlDoc::parse(bytes, url, Arc::new(RefuseAll))?;
+    Ok(doc.raw_prolog())
+}
+
+impl XmlDoc {
+    /// The prolog of this parsed tree: its DOCTYPE, the PIs before the
+    /// root element, the root's name.
+    pub fn raw_prolog(&self) -> RawProlog {
+        raw_prolog_of(self)
+    }
+}
+
+fn raw_prolog_of(doc: &XmlDoc) -> RawProlog {
     let mut out = RawProlog::default();
     let d = doc.ptr.as_ptr();
     // SAFETY: a read-only walk over the top-level nodes of a live document we
@@ -52,5 +64,5 @@ pub fn prolog_via_libxml(bytes: &[u8], url: &str) -> Result<RawProlog, XmlError>
             node = sys::shim_node_next(node);
         }
     }
-    Ok(out)
+    out
 }

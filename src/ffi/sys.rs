@@ -177,6 +177,19 @@ unsafe extern "C" {
         used: *mut c_int,
     ) -> *mut xmlDoc;
     pub fn axle_dtd_free_doc(doc: *mut xmlDoc);
+    pub fn axle_parse_untrusted(
+        buf: *const c_char,
+        len: c_int,
+        url: *const c_char,
+        options: c_int,
+        max_depth: c_ulong,
+        max_attributes: c_ulong,
+        max_amplification: f64,
+        floor: f64,
+        why: *mut c_int,
+        reached: *mut c_ulong,
+        line: *mut c_int,
+    ) -> *mut xmlDoc;
     pub fn axle_dtd_materialize(doc: *mut xmlDoc);
     pub fn axle_dtd_resolve(system_id: *const c_char, base: *const c_char) -> *mut c_uchar;
     pub fn shim_install_xslt_error();

@@ -58,8 +58,12 @@ pub(super) async fn respond(
     req.source_is_variant = mount.client_document;
     if mount.client_document {
         // A client's document reads no file through XInclude, whatever
-        // the location says (it is standalone: no external DTD either).
+        // the location says (it is standalone: no external DTD either),
+        // is parsed once under the posted-document limits, and chooses
+        // through its PIs only what the location lets it.
         req.xinclude = false;
+        req.client_document = true;
+        req.client_stages = Some(std::sync::Arc::clone(&location.client_stages));
     }
     match app
         .pipeline

@@ -143,6 +143,13 @@ impl HttpError {
                 detail: clean(e.to_string()),
                 retry_after: None,
             },
+            e @ PipelineError::Refused { .. } => HttpError::Source {
+                status: StatusCode::BAD_REQUEST,
+                title: "Refused document",
+                detail: clean(e.to_string()),
+                retry_after: None,
+                allow: None,
+            },
             e @ PipelineError::Stage { .. } => HttpError::Render {
                 title: "Transformation failed",
                 detail: clean(e.to_string()),

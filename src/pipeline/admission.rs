@@ -209,6 +209,7 @@ impl RequestBudget {
                 max_xinclude_nodes: u64::MAX,
                 max_queue: usize::MAX,
                 max_per_url: usize::MAX,
+                client: crate::ffi::UntrustedLimits::default(),
             },
         })
     }

@@ -69,6 +69,30 @@ pub enum PipelineError {
     /// The source changed while it was being rendered (retried internally).
     #[error("{0} changed while it was being rendered")]
     SourceChanged(String),
+    /// A client's document does what a client's document may not (names
+    /// an external DTD or entity, passes a parse limit, chooses a stage
+    /// it may not): the client's error.
+    #[error("{document} was refused: {reason}")]
+    Refused {
+        /// Root-relative path (the request's URL).
+        document: String,
+        /// Why, naming the rule or limit.
+        reason: String,
+    },
+}
+
+impl PipelineError {
+    /// A client's document `document` its parse refused: not well-formed
+    /// ([`PipelineError::Source`]), or past a rule or limit.
+    pub(super) fn refused(document: String, refusal: crate::ffi::Refusal) -> PipelineError {
+        match refusal {
+            crate::ffi::Refusal::Malformed(error) => PipelineError::Source { document, error },
+            other => PipelineError::Refused {
+                document,
+                reason: other.to_string(),
+            },
+        }
+    }
 }
 
 fn stopped_reason(why: Exceeded) -> &'static str {
@@ -118,7 +142,7 @@ fn is_source_error(e: &XmlError, base_url: &str) -> bool {
     matches!(e, XmlError::Parse { file: Some(f), .. } if f == base_url)
 }
 
-fn decoded(url: &str) -> String {
+pub(super) fn decoded(url: &str) -> String {
     percent_encoding::percent_decode_str(url)
         .decode_utf8_lossy()
         .into_owned()

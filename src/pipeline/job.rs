@@ -4,13 +4,13 @@
 //! and `all` modes, and `axle:` documents), and gathers the dependencies.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 
 use crate::cache::{ContentHash, Dep, Entry};
-use crate::ffi::{Limits, XmlDoc, XmlError};
+use crate::ffi::{Limits, UntrustedLimits, XmlDoc, XmlError};
 use crate::language::{LanguageError, RequestInfo, StageContext, StageData};
 use crate::prolog::Prolog;
 use crate::provider::{FileProvider, InternalDocuments};
@@ -35,6 +35,26 @@ pub(super) enum Want {
     /// the form cannot encode is serialized and identified by its bytes'
     /// hash.
     Identity,
+}
+
+/// The tree a client's document's one parse gave, until the first stage
+/// takes it (once: a second run of stage 1, as incremental mode's whole
+/// walk makes, parses the bytes again under the same limits).
+#[derive(Debug)]
+pub(super) struct FirstTree(Mutex<Option<XmlDoc>>);
+
+impl FirstTree {
+    pub(super) fn new(tree: XmlDoc) -> FirstTree {
+        FirstTree(Mutex::new(Some(tree)))
+    }
+
+    /// The tree, if no stage took it yet.
+    pub(super) fn take(&self) -> Option<XmlDoc> {
+        match self.0.lock() {
+            Ok(mut t) => t.take(),
+            Err(poisoned) => poisoned.into_inner().take(),
+        }
+    }
 }
 
 /// Everything a pool thread needs to run (part of) a chain (cheap to
@@ -64,6 +84,11 @@ pub(super) struct ChainJob {
     /// Per stage, what it said of the request for its key
     /// (`Stage::varies`).
     pub(super) varies: Arc<[Option<Vec<u8>>]>,
+    /// A client's document: the first stage's input is the tree of its
+    /// one parse under these limits, never the served documents' parse.
+    pub(super) untrusted: Option<UntrustedLimits>,
+    /// That parse's tree, for the first stage to take.
+    pub(super) first_tree: Option<Arc<FirstTree>>,
 }
 
 impl ChainJob {
@@ -102,6 +127,20 @@ impl ChainJob {
         let is_final = index + 1 == self.stages.len();
         let _top = NestGuard::enter_top(&self.base_url);
         let resolver = self.files.resolver_with(self.internal.clone());
+        let input = match (index, self.untrusted, input) {
+            (0, Some(limits), StageData::Bytes(bytes)) => {
+                let tree = match self.first_tree.as_ref().and_then(|t| t.take()) {
+                    Some(tree) => tree,
+                    None => XmlDoc::parse_untrusted(&bytes, &self.base_url, &limits).map_err(
+                        |refusal| {
+                            PipelineError::refused(super::error::decoded(&self.base_url), refusal)
+                        },
+                    )?,
+                };
+                StageData::Dom(tree)
+            }
+            (_, _, input) => input,
+        };
         let input = if index == 0 && self.xinclude {
             let mut doc = input
                 .into_dom(&self.base_url, &resolver)

@@ -58,7 +58,7 @@ use bytes::Bytes;
 use crate::cache::{ContentHash, Dep, Fingerprints, HotMemo, Store, Tier};
 use crate::chain::{self, Selection};
 use crate::config::{CacheMode, RenderLimits, ServeConfig};
-use crate::ffi::{self, Limits};
+use crate::ffi::{self, Limits, XmlDoc};
 use crate::language::Registry;
 use crate::pool::Pool;
 use crate::prolog::Prolog;
@@ -66,7 +66,7 @@ use crate::provider::{CachingProvider, FileProvider, Located, Provider, Provider
 use admission::{Admission, RequestBudget};
 use compiled::Compiled;
 use hot::HotResponse;
-use job::ChainJob;
+use job::{ChainJob, FirstTree};
 use response::rendered;
 use scan::scan_prolog;
 use trace::trace_stem;
@@ -151,6 +151,18 @@ pub struct RenderRequest {
     /// stages that read it ([`crate::language::RequestInfo`]); cookies
     /// they set are taken from it after the render.
     pub request: Option<Arc<crate::language::RequestInfo>>,
+    /// For a generated source: is it a client's document (a request
+    /// body)? Then it is parsed once, by libxml2 under these limits
+    /// ([`crate::ffi::XmlDoc::parse_untrusted`]): that parse gives the
+    /// prolog the chain is chosen by and the tree the first stage
+    /// transforms, and the chain is held to what a client's document may
+    /// choose ([`RenderRequest::client_stages`]). The limits are
+    /// [`RenderLimits::client`].
+    pub client_document: bool,
+    /// For a client's document: the stage types its PIs may name (each
+    /// a stylesheet file under the root); the location's processors run
+    /// whatever they say.
+    pub client_stages: Option<Arc<[String]>>,
 }
 
 impl RenderRequest {
@@ -254,6 +266,14 @@ fn refuse_cache_dir_in_root(dir: &Path, root: &Path) -> std::io::Result<()> {
         ));
     }
     Ok(())
+}
+
+/// A generated source on its way to a render: its bytes, and for a
+/// client's document the prolog and tree its one parse gave.
+struct Generated {
+    source: Source,
+    prolog: Option<Arc<Prolog>>,
+    first: Option<Arc<FirstTree>>,
 }
 
 impl Pipeline {
@@ -462,12 +482,69 @@ impl Pipeline {
         }
         let _admitted = self.admission.admit(located.path.url(), variant).await?;
         let cancel = budget.cancel_on_drop();
-        let rendered = self.render_once(&located, req, Some(source), &budget).await;
+        let generated = match req.client_document {
+            true => {
+                let limits = self.render_limits.client;
+                self.parse_client_document(source, limits, &budget).await
+            }
+            false => Ok(Generated {
+                source,
+                prolog: None,
+                first: None,
+            }),
+        };
+        let first = generated
+            .as_ref()
+            .ok()
+            .and_then(|g| g.first.as_ref().map(Arc::clone));
+        let rendered = match generated {
+            Ok(generated) => {
+                self.render_once(&located, req, Some(generated), &budget)
+                    .await
+            }
+            Err(e) => Err(e),
+        };
+        if let Some(tree) = first.and_then(|f| f.take()) {
+            // Not needed (the first stage's output was stored): freed
+            // where it was made.
+            self.pool.drop_on_pool(tree);
+        }
         cancel.finished();
         if let Ok(r) = &rendered {
             self.stats.count(r.cache);
         }
         rendered
+    }
+
+    /// Parses a client's document once, on a transform thread inside the
+    /// request's budget, under `limits`: its prolog (read from the tree)
+    /// and the tree the first stage will take.
+    async fn parse_client_document(
+        &self,
+        source: Source,
+        limits: crate::ffi::UntrustedLimits,
+        budget: &Arc<RequestBudget>,
+    ) -> Result<Generated, PipelineError> {
+        let source = self.within_size(source)?;
+        let bytes = source.bytes.clone();
+        let url = source.path.url().to_string();
+        let document = source.path.rel().to_string();
+        let budget = Arc::clone(budget);
+        let (prolog, tree) = self
+            .pool
+            .run(move || {
+                let scope = budget.enter()?;
+                let tree = XmlDoc::parse_untrusted(&bytes, &url, &limits)
+                    .map_err(|refusal| scope.explain(PipelineError::refused(document, refusal)))?;
+                let prolog = scan::prolog_of_tree(&tree);
+                Ok::<_, PipelineError>((prolog, tree))
+            })
+            .await??;
+        Ok(Generated {
+            source,
+            prolog: Some(Arc::new(prolog)),
+            first: Some(Arc::new(FirstTree::new(tree))),
+        })
     }
 
     /// The prolog of a source, memoized by content hash.
@@ -526,7 +603,7 @@ impl Pipeline {
         &self,
         located: &Located,
         req: &RenderRequest,
-        generated: Option<Source>,
+        generated: Option<Generated>,
         budget: &Arc<RequestBudget>,
     ) -> Result<Rendered, PipelineError> {
         let from_file = generated.is_none();
@@ -554,11 +631,20 @@ impl Pipeline {
         &self,
         located: &Located,
         req: &RenderRequest,
-        generated: Option<Source>,
+        generated: Option<Generated>,
         budget: &Arc<RequestBudget>,
     ) -> Result<Rendered, PipelineError> {
+        let mut first_tree = None;
         let (prolog, mut source) = match generated {
-            Some(source) => {
+            Some(Generated {
+                source,
+                prolog: Some(prolog),
+                first,
+            }) => {
+                first_tree = first;
+                (prolog, Some(source))
+            }
+            Some(Generated { source, .. }) => {
                 let source = self.within_size(source)?;
                 (Arc::new(scan_prolog(&source)?), Some(source))
             }
@@ -571,11 +657,26 @@ impl Pipeline {
                 return Err(ProviderError::NotFound(located.path.rel().to_string()).into());
             }
         };
+        let registry = req.registry.as_deref().unwrap_or(&self.registry);
+        if let Some(allowed) = &req.client_stages {
+            if let Some(reason) = chain::client_choice_refused(
+                &prolog,
+                &req.selection,
+                req.processor_order,
+                registry,
+                allowed,
+            ) {
+                return Err(PipelineError::Refused {
+                    document: located.path.rel().to_string(),
+                    reason,
+                });
+            }
+        }
         let specs = chain::select(
             &prolog,
             located.path.url(),
             &self.files,
-            req.registry.as_deref().unwrap_or(&self.registry),
+            registry,
             &req.selection,
             &req.processors,
             req.processor_order,
@@ -642,6 +743,8 @@ impl Pipeline {
             prolog: Some(Arc::clone(&prolog)),
             budget: Arc::clone(budget),
             request: req.request.clone(),
+            untrusted: req.client_document.then_some(self.render_limits.client),
+            first_tree,
         };
         // A stage keyed by more than its input and params (a time slice,
         // request values): never memoized by URL, not dated by its files.

@@ -169,6 +169,8 @@ impl InternalDocuments for Nested {
             prolog: Some(Arc::new(prolog)),
             budget,
             request: None,
+            untrusted: None,
+            first_tree: None,
         };
         let entry = job.run_all(source.bytes).map_err(|e| e.to_string())?;
         for d in entry.deps.iter() {

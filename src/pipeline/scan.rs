@@ -26,6 +26,11 @@ pub(super) fn scan_prolog(source: &Source) -> Result<Prolog, PipelineError> {
     }
 }
 
+/// The prolog of a parsed tree (a client's document's one parse).
+pub(super) fn prolog_of_tree(tree: &ffi::XmlDoc) -> Prolog {
+    prolog_from_raw(tree.raw_prolog())
+}
+
 fn prolog_from_raw(raw: ffi::RawProlog) -> Prolog {
     let stylesheets = raw
         .pis

@@ -38,6 +38,8 @@ fn job(closures: &[&str], params: &[(&str, &str)], root: &std::path::Path) -> Ch
         budget: super::admission::RequestBudget::unlimited(),
         request: None,
         varies: Arc::from(vec![None; closures.len()]),
+        untrusted: None,
+        first_tree: None,
     }
 }
 

@@ -95,6 +95,9 @@ pub(super) struct LimitsFormat {
     pub(super) max_xinclude_nodes: Option<usize>,
     pub(super) max_queue: Option<usize>,
     pub(super) max_per_url: Option<usize>,
+    pub(super) max_post_depth: Option<usize>,
+    pub(super) max_post_attributes: Option<usize>,
+    pub(super) max_post_amplification: Option<usize>,
 }
 
 /// `[shared-cache]`: the shared tier in Redis (durations like `"100ms"`,
@@ -119,6 +122,7 @@ pub(super) struct Section {
     pub(super) order: Option<OrderWord>,
     pub(super) reset: Option<bool>,
     pub(super) passthru: Option<bool>,
+    pub(super) client_stages: Option<Vec<String>>,
     pub(super) params: Option<ParamSetting>,
     pub(super) index: Option<String>,
     pub(super) directories: Option<bool>,

@@ -15,7 +15,7 @@ use super::validate::Here;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LimitSettings {
     http: [Option<u64>; 12],
-    render: [Option<u64>; 9],
+    render: [Option<u64>; 12],
 }
 
 /// `[limits]` keys, in the order of [`LimitSettings::http`] and
@@ -35,7 +35,7 @@ const HTTP_KEYS: [&str; 12] = [
     "max-body-size",
     "max-compress-size",
 ];
-const RENDER_KEYS: [&str; 9] = [
+const RENDER_KEYS: [&str; 12] = [
     "render-timeout",
     "render-memory",
     "max-source-size",
@@ -45,6 +45,9 @@ const RENDER_KEYS: [&str; 9] = [
     "max-queue",
     "max-per-url",
     "max-xinclude-nodes",
+    "max-post-depth",
+    "max-post-attributes",
+    "max-post-amplification",
 ];
 
 fn duration_ms(here: &Here<'_>, key: &str, v: &Option<String>) -> Result<Option<u64>, ConfigError> {
@@ -61,6 +64,20 @@ fn size(here: &Here<'_>, key: &str, v: &Option<String>) -> Result<Option<u64>, C
     v.as_deref()
         .map(|t| parse_size(t).map_err(|e| here.err(key, e)))
         .transpose()
+}
+
+/// A count that must lie in `low..=high`.
+fn bounded(
+    here: &Here<'_>,
+    key: &str,
+    v: Option<usize>,
+    low: u64,
+    high: u64,
+) -> Result<Option<u64>, ConfigError> {
+    match count(v) {
+        Some(n) if n < low || n > high => Err(here.err(key, format!("from {low} to {high}"))),
+        other => Ok(other),
+    }
 }
 
 fn count(v: Option<usize>) -> Option<u64> {
@@ -99,6 +116,15 @@ impl LimitSettings {
                 count(f.max_queue),
                 count(f.max_per_url),
                 count(f.max_xinclude_nodes),
+                bounded(here, RENDER_KEYS[9], f.max_post_depth, 1, 256)?,
+                count(f.max_post_attributes),
+                bounded(
+                    here,
+                    RENDER_KEYS[11],
+                    f.max_post_amplification,
+                    1,
+                    u64::from(u32::MAX),
+                )?,
             ],
         })
     }
@@ -159,6 +185,16 @@ impl LimitSettings {
         set_n(&mut render.max_per_url, r[7]);
         if let Some(v) = r[8] {
             render.max_xinclude_nodes = v;
+        }
+        let u32_of = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+        if let Some(v) = r[9] {
+            render.client.max_depth = u32_of(v);
+        }
+        if let Some(v) = r[10] {
+            render.client.max_attributes = u32_of(v);
+        }
+        if let Some(v) = r[11] {
+            render.client.max_amplification = u32_of(v);
         }
     }
 }
