@@ -458,7 +458,9 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
     }
     if passthru {
         let source = provider.read(&located).map_err(not_found)?;
-        return Ok(passthru::response(app, source, request.headers(), &location).await);
+        if passthru::shows(&location, &source) {
+            return Ok(passthru::response(app, source, request.headers(), &location).await);
+        }
     }
     let headers = request.headers().clone();
     let peer = request.extensions().get::<conn::Peer>().map(|p| p.0.ip());

@@ -23,6 +23,33 @@ pub(super) fn wants_passthru(location: &Location, query: &[(String, String)]) ->
             .any(|(k, v)| k == "passthru" && v != "0" && !v.is_empty())
 }
 
+/// May `source` be shown untransformed here? Always where a section of
+/// the location sets `passthru` itself; otherwise not for an XSP page (a
+/// PI or a processor of `application/x-xsp`), whose source is its logic
+/// and its SQL (issue #36 row 8): `?passthru=1` then renders the page.
+/// A source the prolog scanner cannot read is looked at as bytes.
+pub(super) fn shows(location: &Location, source: &Source) -> bool {
+    use crate::language::xsp::XSP_TYPE;
+    if location.passthru_set {
+        return true;
+    }
+    let is_xsp = |t: &str| {
+        t.split(';')
+            .next()
+            .is_some_and(|t| t.trim().eq_ignore_ascii_case(XSP_TYPE))
+    };
+    if location.processors.iter().any(|p| is_xsp(&p.pi.r#type)) {
+        return false;
+    }
+    match crate::prolog::scan(&source.bytes) {
+        Ok(prolog) => !prolog.stylesheets.iter().any(|pi| is_xsp(&pi.r#type)),
+        Err(_) => !source
+            .bytes
+            .windows(XSP_TYPE.len())
+            .any(|w| w.eq_ignore_ascii_case(XSP_TYPE.as_bytes())),
+    }
+}
+
 /// The passthru response for `source`: never transcoded, never cached,
 /// `Vary: Accept` since the Content-Type depends on it.
 pub(super) async fn response(

@@ -354,7 +354,8 @@ async fn a_page_may_declare_its_cache_params_and_ttl() {
 /// Where request parameters are not stylesheet parameters (`params =
 /// "none"`), they are in no key: a cached page that reads one declares it
 /// in `axsp:cache-params`, and each value is its own page; one it does not
-/// declare would be shared.
+/// declare it does not see (issue #36 row 7: else the first client's value
+/// would be served to everyone).
 #[tokio::test(flavor = "multi_thread")]
 async fn declared_cache_params_key_the_page_where_no_other_key_holds_them() {
     let (_dir, _root, server) =
@@ -363,10 +364,12 @@ async fn declared_cache_params_key_the_page_where_no_other_key_holds_them() {
     let a2 = get(&server, "/cached.xml?who=A&other=2", &[]).await;
     let b = get(&server, "/cached.xml?who=B&other=1", &[]).await;
     assert_eq!([a.cache(), a2.cache(), b.cache()], ["miss", "hit", "miss"]);
-    assert!(a.text().contains("Hello A1"), "{}", a.text());
+    // "Hello " who other epoch (whitespace between elements is dropped):
+    // `other` reads as nothing, so the epoch (17…) follows who at once.
+    assert!(a.text().contains("Hello A17"), "{}", a.text());
     // `other` is not declared: the page cached for who=A answers.
     assert_eq!(a2.body, a.body);
-    assert!(b.text().contains("Hello B1"), "{}", b.text());
+    assert!(b.text().contains("Hello B17"), "{}", b.text());
 }
 
 /// A taglib of one's own, added through the registry as the builder does
@@ -446,4 +449,110 @@ async fn a_rust_taglib_and_a_configured_xsp_processor() {
     let r = get(&server, "/plain/page.xml?n=abc%3C", &[]).await;
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(body(&r), "<p><u>HIABC&lt;</u><r><rev>&lt;cba</rev></r></p>");
+}
+
+/// Issue #36 row 7: a cacheable page cannot read what its key does not
+/// hold. A read the compiler sees (a header, a cookie, the method, the
+/// query string, the client's address, the context as a whole) is a
+/// compile error naming page and line; one it cannot see (any other
+/// XPath over the context) finds nothing there, so `Host: evil.example`
+/// never reaches the page stored for everyone.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cacheable_page_cannot_read_what_its_key_does_not_hold() {
+    let (_dir, root) = site();
+    let page = |body: &str| {
+        format!(
+            "<?xml version=\"1.0\"?>\n<?xml-stylesheet href=\".\" type=\"application/x-xsp\"?>\n\
+             <xsp:page xmlns:xsp=\"http://apache.org/xsp/core/v1\" xmlns:axsp=\"urn:axle:xsp\"\n\
+             xmlns:xsp-request=\"http://apache.org/xsp/request/2.0\" axsp:cache-params=\"who\">\n\
+             <page>{body}</page>\n</xsp:page>"
+        )
+    };
+    for (name, body, what) in [
+        (
+            "host",
+            "<xsp-request:get-header name=\"host\"/>",
+            "request headers",
+        ),
+        (
+            "server",
+            "<xsp-request:get-server-name/>",
+            "request headers",
+        ),
+        ("cookie", "<xsp:expr>$cookies[1]</xsp:expr>", "cookies"),
+        ("method", "<xsp-request:get-method/>", "request method"),
+        (
+            "addr",
+            "<xsp-request:get-remote-address/>",
+            "client's address",
+        ),
+        (
+            "ctx",
+            "<xsp:expr>/xsp-context/request/@query</xsp:expr>",
+            "request context",
+        ),
+    ] {
+        std::fs::write(root.join(format!("{name}.xml")), page(body)).unwrap();
+        assert!(!what.is_empty());
+    }
+    std::fs::write(
+        root.join("sly.xml"),
+        page("<h><xsp:expr>string(/*/*[1]/*[@name='host'])</xsp:expr></h><w><xsp-request:get-parameter name=\"who\"/></w>"),
+    )
+    .unwrap();
+    for mode in [CacheMode::All, CacheMode::Incremental] {
+        let server = TestServer::start(&root, mode).await;
+        for (name, what) in [
+            ("host", "request headers"),
+            ("server", "request headers"),
+            ("cookie", "cookies"),
+            ("method", "request method"),
+            ("addr", "client's address"),
+            ("ctx", "request context"),
+        ] {
+            let r = get(&server, &format!("/{name}.xml?who=a"), &[]).await;
+            assert_eq!(r.status, 500, "{name}: {}", r.text());
+            let text = r.text();
+            assert!(text.contains("a cacheable page"), "{name}: {text}");
+            assert!(text.contains(what), "{name}: {text}");
+            assert!(text.contains(&format!("{name}.xml")), "{name}: {text}");
+            assert!(text.contains("line 5"), "{name}: {text}");
+        }
+        let evil = get(&server, "/sly.xml?who=a", &[("host", "evil.example")]).await;
+        assert_eq!(evil.status, 200, "{}", evil.text());
+        assert!(!evil.text().contains("evil.example"), "{}", evil.text());
+        assert!(evil.text().contains("<w>a</w>"), "{}", evil.text());
+        let next = get(&server, "/sly.xml?who=a", &[]).await;
+        assert_eq!(next.cache(), "hit", "{mode:?}");
+        assert!(!next.text().contains("evil"), "{}", next.text());
+    }
+}
+
+/// Issue #36 row 8: `?passthru=1` does not show an XSP page's source (its
+/// logic, its SQL) unless a location sets `passthru` itself; the page is
+/// rendered instead.
+#[tokio::test(flavor = "multi_thread")]
+async fn passthru_shows_no_xsp_source_unless_a_location_says_so() {
+    let (_dir, root) = site();
+    let server = TestServer::start(&root, CacheMode::Incremental).await;
+    let r = get(&server, "/request.xml?passthru=1", &[]).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(!r.text().contains("xsp:page"), "{}", r.text());
+    assert!(!r.text().contains("<?xml-stylesheet"), "{}", r.text());
+    let plain = get(&server, "/request.xml", &[]).await;
+    assert_eq!(r.header("content-type"), plain.header("content-type"));
+    // A location that sets passthru itself shows it.
+    let (_dir2, _root2, open) = configured(
+        "[location.\"/\"]\npassthru = true\n",
+        CacheMode::Incremental,
+    )
+    .await;
+    let r = get(&open, "/request.xml?passthru=1", &[]).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(r.text().contains("xsp:page"), "{}", r.text());
+    // An ordinary document still shows its source by default.
+    let files_site = crate::support::TestSite::new();
+    let files = TestServer::start(&files_site.root, CacheMode::Incremental).await;
+    let r = get(&files, "/two.xml?passthru=1", &[]).await;
+    assert!(r.text().contains("<?xml-stylesheet"), "{}", r.text());
 }

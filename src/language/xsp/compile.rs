@@ -210,6 +210,20 @@ pub fn compile(text: &str, url: &str, taglibs: &Taglibs) -> Result<Program, XspE
             });
         }
     }
+    if cache.is_some() {
+        let outside = c
+            .expressions
+            .iter()
+            .find_map(|(xpath, place)| outside_key(xpath).map(|what| (what, place)));
+        if let Some((what, place)) = outside {
+            return Err(XspError {
+                place: place.clone(),
+                message: format!(
+                    "a cacheable page (axsp:cache-params or axsp:ttl) cannot read {what}: its cache key holds only the parameters it names, its path and its time slice, so what one client sent would be served to every client. Remove the read, or remove axsp:cache-params and axsp:ttl from xsp:page"
+                ),
+            });
+        }
+    }
     let arguments = (!c.tasks.is_empty()).then(|| arguments_stylesheet(&c.tasks));
     Ok(Program {
         cache,
@@ -218,6 +232,30 @@ pub fn compile(text: &str, url: &str, taglibs: &Taglibs) -> Result<Program, XspE
         tasks: c.tasks,
         expressions: c.expressions,
         lines: c.lines,
+    })
+}
+
+/// What of the request `xpath` reads that a cacheable page's key does not
+/// hold (the headers, the cookies, the method, the query string, the
+/// client's address, the request element or the context document as a
+/// whole), if anything. What the page cannot see is also left out of its
+/// context at run time (`XspStage::keyed_request`).
+pub(super) fn outside_key(xpath: &str) -> Option<&'static str> {
+    const READS: [(&str, &str); 7] = [
+        ("$headers", "request headers ($headers)"),
+        ("$cookies", "cookies ($cookies)"),
+        ("$method", "the request method ($method)"),
+        ("$query", "the query string ($query)"),
+        ("$remote-addr", "the client's address ($remote-addr)"),
+        ("$request", "the request ($request)"),
+        ("xsp-context", "the request context (/xsp-context)"),
+    ];
+    let name_char = |c: char| c.is_alphanumeric() || matches!(c, '-' | '_' | '.');
+    READS.iter().find_map(|(name, what)| {
+        xpath
+            .match_indices(name)
+            .any(|(at, _)| !xpath[at + name.len()..].starts_with(name_char))
+            .then_some(*what)
     })
 }
 

@@ -226,6 +226,26 @@ impl XspStage {
         }
     }
 
+    /// What of the request the page may see: all of it, unless the page
+    /// is cacheable, when only what its key holds (the parameters it
+    /// names and the path; the time slice is the key's too): a header or
+    /// cookie one client sent must never reach a page stored for every
+    /// client (compile.rs refuses the reads it can see; this holds for
+    /// any XPath).
+    /// (None: the whole request, `ctx.request`.)
+    fn keyed_request(&self, ctx: &StageContext<'_>) -> Option<super::RequestInfo> {
+        let request = ctx.request?;
+        let policy = self.program.cache.as_ref()?;
+        let mut keyed = super::RequestInfo::new("", &request.path, "");
+        keyed.params = request
+            .params
+            .iter()
+            .filter(|(name, _)| policy.params.iter().any(|p| p == name))
+            .cloned()
+            .collect();
+        Some(keyed)
+    }
+
     /// Runs the page's tasks: their arguments and conditions evaluated
     /// over the context first, then each that should run, in page order.
     fn run_tasks(
@@ -234,7 +254,8 @@ impl XspStage {
         ctx: &StageContext<'_>,
         now: chrono::DateTime<chrono::Utc>,
     ) -> Result<Vec<(usize, String)>, LanguageError> {
-        let text = context::document(ctx.request, now, &[]);
+        let keyed = self.keyed_request(ctx);
+        let text = context::document(keyed.as_ref().or(ctx.request), now, &[]);
         let doc = XmlDoc::parse(text.as_bytes(), ctx.base_url, ctx.resolver.clone())?;
         let out = arguments
             .transform(doc, ctx.base_url, &[], ctx.limits, ctx.resolver.clone())
@@ -313,7 +334,8 @@ impl Stage for XspStage {
             Some(a) => self.run_tasks(a, ctx, now)?,
             None => Vec::new(),
         };
-        let text = context::document(ctx.request, now, &results);
+        let keyed = self.keyed_request(ctx);
+        let text = context::document(keyed.as_ref().or(ctx.request), now, &results);
         let doc = XmlDoc::parse(text.as_bytes(), ctx.base_url, ctx.resolver.clone())?;
         let result = self
             .main
@@ -335,6 +357,11 @@ impl Stage for XspStage {
     fn varies(&self, request: Option<&super::RequestInfo>) -> Option<Vec<u8>> {
         let policy = self.program.cache.as_ref()?;
         let mut key = Vec::new();
+        // The path is what the page sees of the URL (two URLs of one page
+        // are two keys).
+        let path = request.map_or("", |r| r.path.as_str());
+        key.extend_from_slice(&(path.len() as u64).to_le_bytes());
+        key.extend_from_slice(path.as_bytes());
         for name in &policy.params {
             key.extend_from_slice(name.as_bytes());
             key.push(0);
