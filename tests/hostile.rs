@@ -428,6 +428,30 @@ fn generated(name: &str, addr: SocketAddr, timeout: Duration) -> Answer {
             format!("p={}", quotes(15360)).as_bytes(),
         )),
         "quotes_get" => send(get(&format!("/params.xml?p={}", quotes(512)))),
+        // Issue #36: posted documents.
+        "post_deep" => send(post(
+            "/post/x.xml",
+            "application/xml",
+            format!("{}{}", "<a>".repeat(3_500), "</a>".repeat(3_500)).as_bytes(),
+        )),
+        "post_entity_refs" => send(post(
+            "/post/x.xml",
+            "application/xml",
+            format!(
+                "<!DOCTYPE d [<!ENTITY s \"{}\">]><d>{}</d>",
+                "x".repeat(10_000),
+                "&s;".repeat(2_000)
+            )
+            .as_bytes(),
+        )),
+        "post_attributes" => {
+            let attrs: String = (0..2_500).map(|i| format!(" a{i}=\"\"")).collect();
+            send(post(
+                "/post/x.xml",
+                "application/xml",
+                format!("<r{attrs}/>").as_bytes(),
+            ))
+        }
         other => panic!("unknown generator {other}"),
     }
 }

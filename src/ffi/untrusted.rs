@@ -170,7 +170,7 @@ impl XmlDoc {
                 line,
             }),
             2 => Some(Refusal::Attributes {
-                count: u64::from(reached),
+                count: reached,
                 limit: limits.max_attributes,
                 line,
             }),

@@ -384,3 +384,29 @@ fn limits_are_read_validated_and_applied() {
     let err = SiteConfig::parse(unknown, Path::new("axle.toml"), Registry::default()).unwrap_err();
     assert!(err.to_string().contains("render-time"), "{err}");
 }
+
+#[test]
+fn posted_document_limits_are_read_and_bounded() {
+    use crate::config::{HttpLimits, RenderLimits};
+    let text =
+        "[limits]\nmax-post-depth = 256\nmax-post-attributes = 10\nmax-post-amplification = 1\n";
+    let site = SiteConfig::parse(text, Path::new("axle.toml"), Registry::default()).unwrap();
+    let (mut http, mut render) = (HttpLimits::default(), RenderLimits::default());
+    site.limits().apply(&mut http, &mut render);
+    assert_eq!(render.client.max_depth, 256);
+    assert_eq!(render.client.max_attributes, 10);
+    assert_eq!(render.client.max_amplification, 1);
+    for (bad, key) in [
+        ("max-post-depth = 257", "limits.max-post-depth"),
+        ("max-post-depth = 0", "limits.max-post-depth"),
+        (
+            "max-post-amplification = 0",
+            "limits.max-post-amplification",
+        ),
+    ] {
+        let text = format!("[limits]\n{bad}\n");
+        let err =
+            SiteConfig::parse(&text, Path::new("axle.toml"), Registry::default()).unwrap_err();
+        assert_eq!(err.key, key, "{err}");
+    }
+}
