@@ -21,6 +21,9 @@
 //! the same bytes (checked first); the transform that makes each tree is
 //! set-up, not measured.
 //!
+//! `posted/*`: a posted document parsed into the first stage's tree, by
+//! the one libxml2 parse under limits and by the two parsers it replaced.
+//!
 //! Run with `cargo bench --bench pipeline`; `-- --test` runs each once.
 
 use std::hint::black_box;
@@ -263,6 +266,41 @@ fn serialize(c: &mut Criterion) {
     group.finish();
 }
 
+/// `posted/*`: a client's document made into the first stage's tree. The
+/// sample article (10 KB, no DTD) by the one parse issue #36 put in
+/// (`untrusted`: libxml2 under the posted-document limits, the attributes
+/// counted on the bytes first), against what it replaced (`two_parsers`:
+/// roxmltree's well-formedness check, as `dynamic/post.rs` ran it, then
+/// libxml2's served-document parse), each to a tree.
+fn posted(c: &mut Criterion) {
+    use axle::ffi::{RefuseAll, UntrustedLimits, XmlDoc};
+    let source = std::fs::read(samples().join(&ARTICLE[1..])).expect("read the article");
+    let limits = UntrustedLimits::default();
+    let refuse: Arc<dyn axle::ffi::Resolver> = Arc::new(RefuseAll);
+    let untrusted = XmlDoc::parse_untrusted(&source, ARTICLE, &limits).expect("parse");
+    let plain = XmlDoc::parse(&source, ARTICLE, refuse.clone()).expect("parse");
+    assert!(
+        untrusted.to_xml_bytes().ok() == plain.to_xml_bytes().ok(),
+        "the two parses give one tree"
+    );
+    let mut group = c.benchmark_group("posted");
+    group.bench_function("untrusted/article", |b| {
+        b.iter(|| XmlDoc::parse_untrusted(black_box(&source), ARTICLE, &limits))
+    });
+    group.bench_function("two_parsers/article", |b| {
+        b.iter(|| {
+            let text = std::str::from_utf8(black_box(&source)).expect("UTF-8");
+            let options = roxmltree::ParsingOptions {
+                allow_dtd: true,
+                nodes_limit: 1 << 20,
+            };
+            roxmltree::Document::parse_with_options(text, options).expect("well-formed");
+            XmlDoc::parse(&source, ARTICLE, refuse.clone())
+        })
+    });
+    group.finish();
+}
+
 fn config() -> Criterion {
     // 16 benchmarks × (2 s warm-up + 5 s measurement) plus set-up: ~2 min.
     Criterion::default()
@@ -274,6 +312,6 @@ fn config() -> Criterion {
 criterion_group! {
     name = benches;
     config = config();
-    targets = requests, hot_path, serialize
+    targets = requests, hot_path, serialize, posted
 }
 criterion_main!(benches);
