@@ -468,7 +468,7 @@ async fn a_cacheable_page_cannot_read_what_its_key_does_not_hold() {
              <page>{body}</page>\n</xsp:page>"
         )
     };
-    for (name, body, what) in [
+    let reads = [
         (
             "host",
             "<xsp-request:get-header name=\"host\"/>",
@@ -491,9 +491,9 @@ async fn a_cacheable_page_cannot_read_what_its_key_does_not_hold() {
             "<xsp:expr>/xsp-context/request/@query</xsp:expr>",
             "request context",
         ),
-    ] {
+    ];
+    for (name, body, _) in reads {
         std::fs::write(root.join(format!("{name}.xml")), page(body)).unwrap();
-        assert!(!what.is_empty());
     }
     std::fs::write(
         root.join("sly.xml"),
@@ -502,14 +502,7 @@ async fn a_cacheable_page_cannot_read_what_its_key_does_not_hold() {
     .unwrap();
     for mode in [CacheMode::All, CacheMode::Incremental] {
         let server = TestServer::start(&root, mode).await;
-        for (name, what) in [
-            ("host", "request headers"),
-            ("server", "request headers"),
-            ("cookie", "cookies"),
-            ("method", "request method"),
-            ("addr", "client's address"),
-            ("ctx", "request context"),
-        ] {
+        for (name, _, what) in reads {
             let r = get(&server, &format!("/{name}.xml?who=a"), &[]).await;
             assert_eq!(r.status, 500, "{name}: {}", r.text());
             let text = r.text();
