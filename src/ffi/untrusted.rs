@@ -211,15 +211,14 @@ impl XmlDoc {
 /// bytes are read as ASCII code units: one a byte, or in UTF-16 (by its
 /// byte-order mark) one a pair.
 pub fn most_attributes(bytes: &[u8]) -> u64 {
-    let units: Box<dyn Iterator<Item = u8>> = match bytes {
-        [0xFF, 0xFE, rest @ ..] => Box::new(rest.chunks(2).map(|p| unit(p[0], p.get(1)))),
-        [0xFE, 0xFF, rest @ ..] => Box::new(
-            rest.chunks(2)
-                .map(|p| unit(*p.get(1).unwrap_or(&0xFF), Some(&p[0]))),
-        ),
-        _ => Box::new(bytes.iter().copied()),
-    };
-    Scanner::default().run(units)
+    match bytes {
+        [0xFF, 0xFE, rest @ ..] => {
+            Scanner::default().run(rest.chunks(2).map(|p| unit(p[0], p.get(1))))
+        }
+        [0xFE, 0xFF, rest @ ..] => Scanner::default()
+            .run(rest.chunks(2).map(|p| unit(*p.get(1).unwrap_or(&0xFF), Some(&p[0])))),
+        _ => Scanner::default().run_bytes(bytes),
+    }
 }
 
 /// A UTF-16 code unit as ASCII (`low`, when `high` is 0), else a byte no
@@ -272,6 +271,25 @@ impl Scanner {
         for b in units {
             self.step(b);
             self.recent = [self.recent[1], self.recent[2], b];
+        }
+        self.most
+    }
+
+    /// [`Scanner::run`] over bytes, character data skipped to the next
+    /// `<` at once (most of a document is text).
+    fn run_bytes(mut self, bytes: &[u8]) -> u64 {
+        let mut i = 0;
+        while i < bytes.len() {
+            if self.at == At::Text {
+                match bytes[i..].iter().position(|&b| b == b'<') {
+                    Some(at) => i += at,
+                    None => break,
+                }
+            }
+            let b = bytes[i];
+            self.step(b);
+            self.recent = [self.recent[1], self.recent[2], b];
+            i += 1;
         }
         self.most
     }
