@@ -117,6 +117,10 @@ pub struct ServeConfig {
     /// The admin listener's address (`--admin`): stats and purge. None:
     /// no admin listener (the default).
     pub admin: Option<SocketAddr>,
+    /// More Host names the admin listener answers to (`--admin-host`,
+    /// `NAME` or `NAME:PORT`), beyond its address and, on loopback,
+    /// `localhost`: the name a reverse proxy in front of it sends.
+    pub admin_hosts: Vec<String>,
     /// Cache tiers below memory and disk, asked in order (registered
     /// through [`crate::Server::builder`]).
     pub tiers: TierList,
@@ -179,6 +183,7 @@ impl ServeConfig {
             cache_dir_size: DEFAULT_CACHE_DIR_SIZE,
             shared_cache: crate::cache::SharedCacheSettings::default(),
             admin: None,
+            admin_hosts: Vec::new(),
             tiers: TierList::default(),
             pid_file: None,
             access_log: None,

@@ -222,6 +222,11 @@ enum Command {
         /// address, e.g. 127.0.0.1:9090. Off by default.
         #[arg(long, value_name = "ADDR", value_parser = parse_listen)]
         admin: Option<SocketAddr>,
+        /// Another Host name the admin listener answers to (repeatable;
+        /// NAME or NAME:PORT): the name a reverse proxy in front of it
+        /// sends. Its own address, and on loopback `localhost`, need none.
+        #[arg(long, value_name = "NAME", value_parser = axle::http::admin::parse_admin_host)]
+        admin_host: Vec<String>,
         /// Log every request to FILE (`-`: standard output): Apache's
         /// combined format, then the X-Axle-Cache value and microseconds.
         #[arg(long, value_name = "FILE")]
@@ -443,6 +448,7 @@ fn main() -> ExitCode {
             cache_dir,
             cache_dir_size,
             admin,
+            admin_host,
             pid_file,
             access_log,
             access_log_format,
@@ -463,6 +469,7 @@ fn main() -> ExitCode {
             config.cache_dir = cache_dir;
             config.cache_dir_size = cache_dir_size;
             config.admin = admin;
+            config.admin_hosts = admin_host;
             config.pid_file = pid_file;
             config.access_log = access_log.map(|path| axle::config::AccessLogConfig {
                 path,

@@ -233,10 +233,15 @@ impl Resp {
 /// GET `path` from 127.0.0.1:`port` over a fresh HTTP/1.1 connection,
 /// with `headers`; reads to the end (chunked bodies decoded).
 fn get(port: u16, path: &str, headers: &[(&str, &str)]) -> Resp {
+    get_as(port, "www.example.org", path, headers)
+}
+
+/// The same under `Host: host` (the admin listener answers only its own
+/// names, as Prometheus sends them: the target's address).
+fn get_as(port: u16, host: &str, path: &str, headers: &[(&str, &str)]) -> Resp {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
     stream.set_read_timeout(Some(PATIENCE)).unwrap();
-    let mut request =
-        format!("GET {path} HTTP/1.1\r\nHost: www.example.org\r\nConnection: close\r\n");
+    let mut request = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n");
     for (k, v) in headers {
         request.push_str(&format!("{k}: {v}\r\n"));
     }
@@ -440,7 +445,7 @@ fn systemd_unit_command_line_runs() {
 
     // Metrics on the admin listener, as Prometheus would scrape them.
     let admin = admin.expect("the unit turns the admin listener on");
-    let metrics = get(admin, "/metrics", &[]);
+    let metrics = get_as(admin, &format!("127.0.0.1:{admin}"), "/metrics", &[]);
     assert_eq!(metrics.status, 200);
     assert!(String::from_utf8_lossy(&metrics.body).contains("axle_requests_total"));
     if let Some(promtool) = tool("promtool") {

@@ -99,6 +99,11 @@ struct Case {
     #[serde(default)]
     heavy: bool,
     timeout: Option<u64>,
+    /// Sent to the admin listener instead of the public one.
+    #[serde(default)]
+    admin: bool,
+    /// Text the access log must gain for this case (its line, escaped).
+    logged: Option<String>,
 }
 
 fn manifest() -> Manifest {
@@ -132,38 +137,99 @@ impl Answer {
     }
 }
 
-/// A running `axle serve`.
+/// A running `axle serve`, with its admin listener and access log.
 struct Server {
     child: Child,
     addr: SocketAddr,
+    admin: SocketAddr,
+    access_log: PathBuf,
 }
 
 impl Server {
     fn start(root: &Path, log: &Path) -> Server {
         let stderr = std::fs::File::create(log).unwrap();
+        let access_log = log.with_file_name("access.log");
         let mut child = Command::new(env!("CARGO_BIN_EXE_axle"))
             .arg("serve")
-            .args(["--listen", "127.0.0.1:0", "--root"])
+            .args([
+                "--listen",
+                "127.0.0.1:0",
+                "--admin",
+                "127.0.0.1:0",
+                "--root",
+            ])
             .arg(root)
+            .arg("--access-log")
+            .arg(&access_log)
             .args(LIMITS)
             .stdout(Stdio::piped())
             .stderr(stderr)
             .spawn()
             .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let url = line
-            .split_whitespace()
-            .find(|w| w.starts_with("http://"))
-            .unwrap_or_else(|| panic!("no URL in the first line: {line:?}"));
-        let addr = url
-            .trim_start_matches("http://")
-            .trim_end_matches('/')
-            .parse()
-            .unwrap();
-        Server { child, addr }
+        // The admin listener's line comes first, then the public one's.
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut addr_in = || {
+            let mut line = String::new();
+            out.read_line(&mut line).unwrap();
+            let url = line
+                .split_whitespace()
+                .find(|w| w.starts_with("http://"))
+                .unwrap_or_else(|| panic!("no URL in the line: {line:?}"));
+            url.trim_start_matches("http://")
+                .trim_end_matches('/')
+                .parse::<SocketAddr>()
+                .unwrap()
+        };
+        let admin = addr_in();
+        let addr = addr_in();
+        Server {
+            child,
+            addr,
+            admin,
+            access_log,
+        }
+    }
+
+    /// The access log's length now.
+    fn log_len(&self) -> u64 {
+        std::fs::metadata(&self.access_log).map_or(0, |m| m.len())
+    }
+
+    /// The access log's length once the lines of earlier cases are
+    /// written (unchanged over three of the writer's 50 ms periods; 2 s
+    /// at most), so a case's check sees only its own lines.
+    fn quiet_log_len(&self) -> u64 {
+        let until = Instant::now() + Duration::from_secs(2);
+        let mut len = self.log_len();
+        loop {
+            std::thread::sleep(Duration::from_millis(150));
+            let now = self.log_len();
+            if now == len || Instant::now() > until {
+                return now;
+            }
+            len = now;
+        }
+    }
+
+    /// Waits (3 s at most) for the access log to gain `want` past `from`;
+    /// what it gained must be ASCII.
+    fn logged(&self, from: u64, want: &str) -> Result<(), String> {
+        let until = Instant::now() + Duration::from_secs(3);
+        loop {
+            let all = std::fs::read(&self.access_log).unwrap_or_default();
+            let new = all.get(from as usize..).unwrap_or_default();
+            if !new.is_ascii() {
+                return Err("the access log holds bytes outside ASCII".into());
+            }
+            let text = String::from_utf8_lossy(new);
+            if text.contains(want) {
+                return Ok(());
+            }
+            if Instant::now() > until {
+                return Err(format!("the access log lacks {want:?}: {text:?}"));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     fn rss_kib(&self) -> u64 {
@@ -771,15 +837,25 @@ fn hostile_corpus() {
         let t0 = Instant::now();
         let timeout = Duration::from_secs(case.timeout.unwrap_or(10));
         let hits_before = canary.hits.load(Ordering::SeqCst);
+        let log_from = if case.logged.is_some() {
+            server.quiet_log_len()
+        } else {
+            0
+        };
+        let to = if case.admin {
+            server.admin
+        } else {
+            server.addr
+        };
         let answer = match (&case.get, &case.raw, &case.r#gen) {
             (Some(path), None, None) => {
                 let path = path.replace("@CANARY@", &canary.port.to_string());
-                exchange(server.addr, get(&path), timeout)
+                exchange(to, get(&path), timeout)
             }
             (None, Some(raw), None) => {
-                exchange(server.addr, with_canary(&latin1(raw), canary.port), timeout)
+                exchange(to, with_canary(&latin1(raw), canary.port), timeout)
             }
-            (None, None, Some(name)) => generated(name, server.addr, timeout),
+            (None, None, Some(name)) => generated(name, to, timeout),
             _ => panic!("{}: exactly one of get, raw, gen", case.name),
         };
         let mut problems = Vec::new();
@@ -806,6 +882,11 @@ fn hostile_corpus() {
                     ));
                 }
             }
+        }
+        if let Some(want) = &case.logged
+            && let Err(e) = server.logged(log_from, want)
+        {
+            problems.push(e);
         }
         let hits = canary.hits.load(Ordering::SeqCst) - hits_before;
         if hits > 0 {

@@ -3,7 +3,10 @@
 //! (`POST /purge?prefix=/PATH`), and a status page for people
 //! (`GET /status`, HTML: see `status`). A listener of its own, bound only where
 //! configured, so nothing here is ever reachable through the public one;
-//! `axle cache stats|purge` are its clients (`client`).
+//! `axle cache stats|purge` are its clients (`client`). Every request is
+//! checked by `guard` first: only the admin's own Host names are answered,
+//! and a state-changing request from another origin is refused (a browser
+//! on the operator's machine, DNS rebinding).
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -19,7 +22,10 @@ use serde::{Deserialize, Serialize};
 use super::App;
 
 pub mod client;
+pub mod guard;
 pub mod status;
+
+pub use guard::{ADMIN_HEADER, Guard, parse_admin_host};
 
 /// What the admin routes share.
 #[derive(Clone)]
@@ -30,8 +36,8 @@ struct Admin {
     history: Arc<status::History>,
 }
 
-/// The admin router over `app`.
-pub fn router(app: Arc<App>) -> Router {
+/// The admin router over `app`, every route behind `guard`.
+pub fn router(app: Arc<App>, guard: Guard) -> Router {
     let started = Instant::now();
     let history = Arc::new(status::History::default());
     history.spawn_sampler(Arc::downgrade(&app), started);
@@ -47,12 +53,16 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/status", get(status_page))
         .route("/purge", post(purge))
         .with_state(admin)
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::new(guard),
+            guard::guard,
+        ))
 }
 
 async fn index() -> Response {
     (
         [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-        "axle admin\n  GET  /stats                 the cache's counters (JSON)\n  GET  /metrics               Prometheus metrics (text format)\n  GET  /status                the status page (HTML)\n  POST /purge[?prefix=/PATH]   drop stored responses under PATH (all without it)\n",
+        "axle admin\n  GET  /stats                 the cache's counters (JSON)\n  GET  /metrics               Prometheus metrics (text format)\n  GET  /status                the status page (HTML)\n  POST /purge[?prefix=/PATH]   drop stored responses under PATH (all without it;\n                              send the header X-Axle-Admin: 1, as axle cache purge does)\n",
     )
         .into_response()
 }
@@ -280,18 +290,24 @@ pub async fn bind(addr: std::net::SocketAddr) -> std::io::Result<tokio::net::Tcp
     })
 }
 
-/// Serves the admin router for `app` on `listener` until `shutdown`.
+/// Serves the admin router for `app` on `listener` until `shutdown`,
+/// answering the names `guard` allows ([`Guard::new`] with the bound
+/// address and `--admin-host`).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     app: Arc<App>,
+    guard: Guard,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    if let Ok(addr) = listener.local_addr()
-        && !addr.ip().is_loopback()
-    {
+    let addr = listener.local_addr()?;
+    if !addr.ip().is_loopback() {
         tracing::warn!(%addr, "the admin listener is not on a loopback address: anyone who can reach it can purge the cache");
     }
-    axum::serve(listener, router(app))
-        .with_graceful_shutdown(shutdown)
-        .await
+    tracing::info!(names = ?guard.names(None), "the admin listener answers these Host names");
+    axum::serve(
+        listener,
+        router(app, guard).into_make_service_with_connect_info::<guard::LocalAddr>(),
+    )
+    .with_graceful_shutdown(shutdown)
+    .await
 }

@@ -110,17 +110,21 @@ pub(super) fn hot_wire(app: &App, head: &conn::Head<'_>) -> conn::Fast {
     if let Some(log) = &app.access_log {
         log.log(&super::access_log::Line {
             peer: head.peer,
-            method: head.method.as_str(),
-            path: head.path,
-            query: head.query,
+            request: super::access_log::Request::Parsed {
+                method: head.method.as_str(),
+                path: head.path,
+                query: head.query,
+                // The fast path serves only HTTP/1.1.
+                version: axum::http::Version::HTTP_11,
+            },
             status: if not_modified { 304 } else { 200 },
             bytes: if not_modified || head_only {
                 0
             } else {
                 chosen.body.len() as u64
             },
-            referer: conn::Headers::first(head, &header::REFERER),
-            user_agent: conn::Headers::first(head, &header::USER_AGENT),
+            referer: head.raw(&header::REFERER),
+            user_agent: head.raw(&header::USER_AGENT),
             cache: if untransformed { "none" } else { "hit" },
             took: took.unwrap_or_default(),
         });

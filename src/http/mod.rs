@@ -102,20 +102,21 @@ impl App {
         for mount in &mounts {
             site.mount(mount.clone());
         }
+        let access_log = config
+            .access_log
+            .as_ref()
+            .map(access_log::AccessLog::open)
+            .transpose()?;
         Ok(Arc::new(App {
             pipeline: Pipeline::new(config, registry.clone())?,
             registry,
             site: RwLock::new(Arc::new(site)),
-            limits: ConnLimits::new(config.http),
+            limits: ConnLimits::new(config.http).with_access_log(access_log.clone()),
             mounts,
             // A sixteenth of the memory budget for static files' variants.
             statics: statics::StaticVariants::new((config.cache_size / 16).max(1 << 20)),
             metrics: metrics::RequestMetrics::new().map_err(std::io::Error::other)?,
-            access_log: config
-                .access_log
-                .as_ref()
-                .map(access_log::AccessLog::open)
-                .transpose()?,
+            access_log,
             pages: pages::Pages::default(),
         }))
     }
@@ -258,20 +259,10 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
     let method = request.method().clone();
     // What the access log needs of the request, taken before it is
     // consumed (only when there is a log).
-    let for_log = app.access_log.as_ref().map(|_| {
-        let h = request.headers();
-        let text = |name| {
-            h.get(name)
-                .and_then(|v: &HeaderValue| v.to_str().ok())
-                .map(String::from)
-        };
-        (
-            request.extensions().get::<conn::Peer>().map(|p| p.0),
-            request.uri().clone(),
-            text(axum::http::header::REFERER),
-            text(axum::http::header::USER_AGENT),
-        )
-    });
+    let for_log = app
+        .access_log
+        .as_ref()
+        .map(|_| access_log::Pending::of(&request));
     let logged = tracing::enabled!(tracing::Level::DEBUG)
         .then(|| (request.method().clone(), request.uri().clone()));
     let uri = request.uri().clone();
@@ -282,7 +273,11 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
         if let Some((method, uri)) = logged {
             tracing::debug!(%method, %uri, error = %e, "request refused");
         }
-        return e.into_response();
+        let response = e.into_response();
+        if let (Some(log), Some(pending)) = (&app.access_log, &for_log) {
+            pending.log(log, &response, started.elapsed());
+        }
+        return response;
     }
     // A hit never builds the render path's future: it is large, and moving
     // it into the handler's box cost a doc hit 1.1k of 20.3k instructions.
@@ -327,27 +322,8 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
             (kind == metrics::Kind::Render).then_some(took),
         );
     }
-    if let (Some(log), Some((peer, uri, referer, user_agent))) = (&app.access_log, &for_log) {
-        let cache = response
-            .headers()
-            .get(document::CACHE_HEADER)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("");
-        let bytes = http_body::Body::size_hint(response.body())
-            .exact()
-            .unwrap_or(0);
-        log.log(&access_log::Line {
-            peer: *peer,
-            method: method.as_str(),
-            path: uri.path(),
-            query: uri.query().unwrap_or(""),
-            status: response.status().as_u16(),
-            bytes: if method == Method::HEAD { 0 } else { bytes },
-            referer: referer.as_deref(),
-            user_agent: user_agent.as_deref(),
-            cache,
-            took,
-        });
+    if let (Some(log), Some(pending)) = (&app.access_log, &for_log) {
+        pending.log(log, &response, took);
     }
     response
 }

@@ -86,6 +86,8 @@ pub async fn serve_app(app: Arc<App>, config: &ServeConfig) -> std::io::Result<(
     if let Some(admin_addr) = config.admin {
         let listener = super::admin::bind(admin_addr).await?;
         let bound = listener.local_addr()?;
+        let guard =
+            super::admin::Guard::new(bound, &config.admin_hosts).map_err(std::io::Error::other)?;
         tracing::info!(addr = %bound, "admin listener: /stats, /status, /purge");
         println!("axle: admin listener on http://{bound}/ (stats, status, purge)");
         let (app, mut stopped) = (Arc::clone(&app), stopped.clone());
@@ -93,7 +95,7 @@ pub async fn serve_app(app: Arc<App>, config: &ServeConfig) -> std::io::Result<(
             let shutdown = async move {
                 let _ = stopped.wait_for(|s| *s).await;
             };
-            if let Err(e) = super::admin::serve(listener, app, shutdown).await {
+            if let Err(e) = super::admin::serve(listener, app, guard, shutdown).await {
                 tracing::error!(error = %e, "the admin listener failed");
             }
         });

@@ -4,6 +4,7 @@
 mod support;
 
 mod access_log;
+mod admin;
 mod axkit;
 mod build;
 mod builder;

@@ -287,7 +287,7 @@ async fn prefixes_keep_sites_apart_and_purge_stays_in_its_own() {
     // Purge by URL prefix: only /docs/ under one's prefix.
     let purge = |admin: &str, query: &str| {
         let url = format!("http://{admin}/purge{query}");
-        async move { request(reqwest::Method::POST, &url, &[]).await }
+        async move { request(reqwest::Method::POST, &url, &[("x-axle-admin", "1")]).await }
     };
     let r = purge(one.admin(), "?prefix=/docs/").await;
     assert_eq!(r.status, 200, "{}", r.text());

@@ -60,13 +60,19 @@ pub struct Axle {
 impl Axle {
     /// `axle serve --root ROOT --listen 127.0.0.1:0 [--admin 127.0.0.1:0] ARGS`.
     pub fn start(root: &Path, admin: bool, args: &[&str]) -> Axle {
+        Axle::start_admin(root, admin.then_some("127.0.0.1:0"), args)
+    }
+
+    /// The same with the admin listener on `admin` (`[::1]:0`, ...).
+    pub fn start_admin(root: &Path, admin_on: Option<&str>, args: &[&str]) -> Axle {
+        let admin = admin_on.is_some();
         let mut cmd = axle();
         cmd.arg("serve")
             .arg("--root")
             .arg(root)
             .args(["--listen", "127.0.0.1:0"]);
-        if admin {
-            cmd.args(["--admin", "127.0.0.1:0"]);
+        if let Some(addr) = admin_on {
+            cmd.args(["--admin", addr]);
         }
         let mut child = cmd
             .args(args)

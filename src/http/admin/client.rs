@@ -1,7 +1,10 @@
 //! The client side of the admin listener, for `axle cache stats` and
 //! `axle cache purge`: one HTTP/1.1 request over a fresh connection, the
 //! answer's status and body. Tiny on purpose: it talks only to Axle's own
-//! admin listener, on an address the operator names.
+//! admin listener, on an address the operator names. It sends `Host:
+//! ADDR` (what the operator typed, which the admin answers when it is one
+//! of its names) and `X-Axle-Admin: 1`, the header a state-changing admin
+//! request must carry (`guard`).
 
 use std::time::Duration;
 
@@ -26,7 +29,8 @@ async fn exchange(addr: &str, method: &str, path: &str) -> Result<(u16, String),
         .await
         .map_err(|e| format!("cannot reach the admin listener at {addr}: {e} (is the server running with --admin {addr}?)"))?;
     let head = format!(
-        "{method} {path} HTTP/1.1\r\nhost: {addr}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+        "{method} {path} HTTP/1.1\r\nhost: {addr}\r\n{}: 1\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+        super::ADMIN_HEADER
     );
     stream
         .write_all(head.as_bytes())

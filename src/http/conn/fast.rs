@@ -36,6 +36,17 @@ pub struct Head<'a> {
     pub peer: Option<std::net::SocketAddr>,
 }
 
+impl Head<'_> {
+    /// The first `name` field's value, its bytes as sent (the access log
+    /// records them escaped, whatever they are).
+    pub fn raw(&self, name: &HeaderName) -> Option<&[u8]> {
+        self.fields
+            .iter()
+            .find(|h| h.name.eq_ignore_ascii_case(name.as_str()))
+            .map(|h| h.value)
+    }
+}
+
 /// What the fast path did with a request.
 #[derive(Debug)]
 pub enum Fast {

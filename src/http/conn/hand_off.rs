@@ -18,11 +18,18 @@
 //! (nginx's `client_body_timeout` rule), so a client trickling a body
 //! cannot hold the connection. hyper's own header timeout stays on (the
 //! sum of the header and keep-alive timeouts) as a backstop.
+//!
+//! With an access log, what hyper answers on its own (400, 414 or 431 for
+//! a head it cannot parse or that is too large) is logged too: the bytes
+//! of the head being read are kept (at most `max-header-size`, only while
+//! no request is in flight) and logged with the status hyper's parse
+//! error stands for when the connection ends with one.
 
 use std::io::{self, IoSlice};
 use std::pin::{Pin, pin};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use std::convert::Infallible;
 
@@ -38,13 +45,15 @@ use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
 use tower::ServiceExt;
 
+use super::super::access_log::{AccessLog, Pending};
 use super::parse::wire_rules;
 use super::{Held, HttpService, stopping};
 use crate::config::HttpLimits;
 
 /// Serves the rest of the connection with hyper, replaying `read` (the
 /// bytes this loop read and did not answer, a head begun at `head_since`)
-/// first. `_held` keeps the connection counted until it closes.
+/// first. `_held` keeps the connection counted until it closes. What
+/// hyper or the wire rules refuse is logged to `log`.
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn hand_off<S>(
     stream: TcpStream,
@@ -52,13 +61,15 @@ pub(super) async fn hand_off<S>(
     read: Bytes,
     service: S,
     limits: HttpLimits,
+    log: Option<AccessLog>,
     head_since: Instant,
     stopped: watch::Receiver<bool>,
     _held: Held,
 ) where
     S: HttpService,
 {
-    let activity = Arc::new(Activity::new(head_since));
+    let capture = log.as_ref().map(|_| limits.max_header_bytes);
+    let activity = Arc::new(Activity::new(head_since, capture));
     let io = hyper_util::rt::TokioIo::new(Replay {
         read,
         stream,
@@ -68,13 +79,20 @@ pub(super) async fn hand_off<S>(
     let answered = Arc::clone(&activity);
     // HTTP/1.1's rules on Host and the target's form, as the own loop
     // applies them.
+    let refusals = log.clone();
     let checked = tower::service_fn(move |mut r: Request| {
         let service = service.clone();
+        let log = refusals.clone();
         r.extensions_mut().insert(super::Peer(peer));
         async move {
+            let started = std::time::Instant::now();
             let hosts = r.headers().get_all(header::HOST).iter().count();
             if let Err(e) = wire_rules(r.method(), r.version(), r.uri(), hosts) {
-                return Ok::<_, Infallible>(e.into_response());
+                let response = e.into_response();
+                if let Some(log) = &log {
+                    Pending::of(&r).log(log, &response, started.elapsed());
+                }
+                return Ok::<_, Infallible>(response);
             }
             service.oneshot(r).await
         }
@@ -100,6 +118,7 @@ pub(super) async fn hand_off<S>(
         .max_header_size(limits.max_header_bytes);
     let mut served = pin!(builder.serve_connection(io, service).with_upgrades());
     let mut watchdog = pin!(watchdog(&activity, &limits));
+    let ended = |result| ended(result, &activity, log.as_ref(), peer);
     tokio::select! {
         result = served.as_mut() => ended(result),
         waiting_for = watchdog.as_mut() => timed_out(waiting_for),
@@ -113,10 +132,44 @@ pub(super) async fn hand_off<S>(
     }
 }
 
-fn ended(result: Result<(), hyper::Error>) {
-    if let Err(e) = result {
-        tracing::debug!(error = %e, "connection ended");
+/// The connection is over: a parse error hyper answered is logged, with
+/// the head it could not take.
+fn ended(
+    result: Result<(), hyper::Error>,
+    activity: &Activity,
+    log: Option<&AccessLog>,
+    peer: std::net::SocketAddr,
+) {
+    let Err(e) = result else { return };
+    tracing::debug!(error = %e, "connection ended");
+    if let (Some(log), Some(status)) = (log, answered_status(&e)) {
+        // The head is empty when it came in with the request before it
+        // (pipelined): the line is then `-`.
+        let mut s = activity.state();
+        let took = s.head_since.map_or(Duration::ZERO, |t| t.elapsed());
+        let head = std::mem::take(&mut s.head);
+        drop(s);
+        log.log_raw(Some(peer), &head, status, 0, took);
     }
+}
+
+/// The status of the answer hyper writes for a parse error `e` before it
+/// closes the connection (its `on_error`: 431 for a head too large, 414
+/// for a URI too long, 400 for the rest), None for errors it answers with
+/// nothing (an HTTP/2 preface, an internal error).
+fn answered_status(e: &hyper::Error) -> Option<u16> {
+    if !e.is_parse() || e.is_parse_version_h2() || e.is_parse_status() {
+        return None;
+    }
+    let text = e.to_string();
+    if e.is_parse_too_large() {
+        return Some(if text.starts_with("URI too long") {
+            414
+        } else {
+            431
+        });
+    }
+    (!text.contains("internal error")).then_some(400)
 }
 
 fn timed_out(waiting_for: &'static str) {
@@ -154,6 +207,9 @@ struct State {
     blocked_since: Option<Instant>,
     /// Since when the handler has been waiting for request body bytes.
     body_since: Option<Instant>,
+    /// The bytes read while no request is in flight (the head being read),
+    /// when there is an access log.
+    head: Vec<u8>,
 }
 
 impl State {
@@ -184,10 +240,12 @@ impl State {
 struct Activity {
     state: Mutex<State>,
     changed: Notify,
+    /// With an access log: the most bytes of a head kept for its line.
+    capture: Option<usize>,
 }
 
 impl Activity {
-    fn new(head_since: Instant) -> Activity {
+    fn new(head_since: Instant, capture: Option<usize>) -> Activity {
         Activity {
             state: Mutex::new(State {
                 in_flight: 0,
@@ -195,8 +253,21 @@ impl Activity {
                 head_since: Some(head_since),
                 blocked_since: None,
                 body_since: None,
+                head: Vec::new(),
             }),
             changed: Notify::new(),
+            capture,
+        }
+    }
+
+    /// Keeps `bytes` (read while no request is in flight) for the line of
+    /// a head hyper refuses.
+    fn keep(&self, s: &mut State, bytes: &[u8]) {
+        if let Some(max) = self.capture
+            && s.in_flight == 0
+        {
+            let room = max.saturating_sub(s.head.len());
+            s.head.extend_from_slice(&bytes[..bytes.len().min(room)]);
         }
     }
 
@@ -204,9 +275,10 @@ impl Activity {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Bytes arrived.
-    fn read(&self) {
+    /// `bytes` arrived.
+    fn read(&self, bytes: &[u8]) {
         let mut s = self.state();
+        self.keep(&mut s, bytes);
         if s.in_flight == 0 && s.head_since.is_none() {
             s.head_since = Some(Instant::now());
             drop(s);
@@ -245,6 +317,7 @@ impl Activity {
         let mut s = self.state();
         s.in_flight += 1;
         s.head_since = None;
+        s.head.clear();
         drop(s);
         self.changed.notify_one();
     }
@@ -255,6 +328,7 @@ impl Activity {
         s.in_flight = s.in_flight.saturating_sub(1);
         s.idle_since = Instant::now();
         s.body_since = None;
+        s.head.clear();
         drop(s);
         self.changed.notify_one();
     }
@@ -354,11 +428,15 @@ impl AsyncRead for Replay {
             let before = buf.filled().len();
             let poll = Pin::new(&mut self.stream).poll_read(cx, buf);
             if buf.filled().len() > before {
-                self.activity.read();
+                self.activity.read(&buf.filled()[before..]);
             }
             return poll;
         }
         let n = self.read.len().min(buf.remaining());
+        if self.activity.capture.is_some() {
+            let mut s = self.activity.state();
+            self.activity.keep(&mut s, &self.read[..n]);
+        }
         buf.put_slice(&self.read[..n]);
         self.read.advance(n);
         Poll::Ready(Ok(()))
@@ -419,6 +497,7 @@ mod tests {
             head_since: Some(t),
             blocked_since: None,
             body_since: None,
+            head: Vec::new(),
         };
         assert_eq!(
             s.deadline(&limits),

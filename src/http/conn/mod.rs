@@ -59,6 +59,7 @@ use crate::config::HttpLimits;
 use axum::response::IntoResponse;
 
 use super::HttpError;
+use super::access_log::AccessLog;
 use hand_off::hand_off;
 use parse::{Parsed, parse};
 use write::{wire_head, write_response, write_wire};
@@ -90,13 +91,16 @@ impl<S> HttpService for S where
 
 /// The limits one server's connections share: [`HttpLimits`], and the
 /// connections served at once, counted over every listener (every I/O
-/// thread) of the server.
+/// thread) of the server; and the access log, for the requests the loop
+/// (or hyper, after a hand-off) answers without the service.
 #[derive(Debug, Clone)]
 pub struct ConnLimits {
     /// The configured limits.
     pub http: HttpLimits,
     /// One permit per connection being served.
     pub connections: Arc<Semaphore>,
+    /// Where requests refused before the service are logged.
+    access_log: Option<AccessLog>,
 }
 
 impl ConnLimits {
@@ -106,7 +110,15 @@ impl ConnLimits {
         ConnLimits {
             http,
             connections: Arc::new(Semaphore::new(permits)),
+            access_log: None,
         }
+    }
+
+    /// The same, logging the requests the connection loop refuses to
+    /// `log` (the service logs the others).
+    pub(in crate::http) fn with_access_log(mut self, log: Option<AccessLog>) -> ConnLimits {
+        self.access_log = log;
+        self
     }
 }
 
@@ -168,6 +180,7 @@ where
                     service.clone(),
                     fast.clone(),
                     limits.http,
+                    limits.access_log.clone(),
                     stopped.clone(),
                     permit,
                 ));
@@ -262,13 +275,16 @@ impl AcceptFailures {
 /// accept), an idle connection gets `keepalive_timeout` between requests,
 /// and each write must make progress within `write_timeout`. A timed-out
 /// connection is closed without an answer, as hyper does. `held` keeps
-/// the connection counted in `max_connections` until it closes.
+/// the connection counted in `max_connections` until it closes. A head
+/// refused here is logged to `log`, as its bytes were sent.
+#[allow(clippy::too_many_arguments)]
 async fn connection<S, F>(
     mut stream: TcpStream,
     peer: std::net::SocketAddr,
     service: S,
     fast: F,
     limits: HttpLimits,
+    log: Option<AccessLog>,
     stopped: watch::Receiver<bool>,
     held: Held,
 ) where
@@ -337,6 +353,7 @@ async fn connection<S, F>(
                     // The head broke a limit: answered, then closed, since
                     // where the next request starts is not known.
                     let response = error.into_response();
+                    let refused = refused_line(&response);
                     let written = write_response(
                         &mut stream,
                         &mut head,
@@ -345,13 +362,17 @@ async fn connection<S, F>(
                         true,
                         write_timeout,
                     );
-                    (true, written.await)
+                    let written = written.await;
+                    if let Some(log) = &log {
+                        log_refused(log, peer, &unread, refused, head_since);
+                    }
+                    (true, written)
                 }
                 Parsed::Partial => break,
                 Parsed::HandOff => {
                     let head_since = head_since.unwrap_or_else(Instant::now);
                     return hand_off(
-                        stream, peer, unread, service, limits, head_since, stopped, held,
+                        stream, peer, unread, service, limits, log, head_since, stopped, held,
                     )
                     .await;
                 }
@@ -373,9 +394,14 @@ async fn connection<S, F>(
         }
         if unread.len() > limits.max_header_bytes {
             let response = too_large_head(&limits).into_response();
+            let refused = refused_line(&response);
             let written =
                 write_response(&mut stream, &mut head, response, false, true, write_timeout);
-            if written.await.is_ok() {
+            let written = written.await;
+            if let Some(log) = &log {
+                log_refused(log, peer, &unread, refused, head_since);
+            }
+            if written.is_ok() {
                 shut(stream).await;
             }
             return;
@@ -423,6 +449,27 @@ async fn connection<S, F>(
         }
         unread = buf.split().freeze();
     }
+}
+
+/// The status and body length of a refusal, for its log line.
+fn refused_line(response: &Response) -> (u16, u64) {
+    let bytes = http_body::Body::size_hint(response.body())
+        .exact()
+        .unwrap_or(0);
+    (response.status().as_u16(), bytes)
+}
+
+/// Logs a head refused by the loop: its bytes as read (`unread`: the
+/// refused head is still at its start), begun at `since`.
+fn log_refused(
+    log: &AccessLog,
+    peer: std::net::SocketAddr,
+    unread: &[u8],
+    (status, bytes): (u16, u64),
+    since: Option<Instant>,
+) {
+    let took = since.map_or(Duration::ZERO, |t| t.elapsed());
+    log.log_raw(Some(peer), unread, status, bytes, took);
 }
 
 /// What keeps a connection counted in `max_connections` while it is open.
