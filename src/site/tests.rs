@@ -384,3 +384,16 @@ fn limits_are_read_validated_and_applied() {
     let err = SiteConfig::parse(unknown, Path::new("axle.toml"), Registry::default()).unwrap_err();
     assert!(err.to_string().contains("render-time"), "{err}");
 }
+
+#[test]
+fn a_command_passing_proxy_is_refused_at_load_naming_file_key_and_line() {
+    // httpoxy (issue #36): `Proxy:` would reach the program as HTTP_PROXY.
+    for spelling in ["proxy", "Proxy", "PROXY"] {
+        let text = format!(
+            "[location.\"/\"]\nstyle = \"a\"\n\n[location.\"/live\".provider]\ntype = \"command\"\nargv = [\"sh\"]\nheaders = [\"accept\", \"{spelling}\"]\n"
+        );
+        assert_error(&text, "location.\"/live\".provider.headers", 7, "httpoxy");
+        let e = parse(&text).unwrap_err().to_string();
+        assert!(e.contains("axle.toml") && e.contains(spelling), "{e}");
+    }
+}
