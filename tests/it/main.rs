@@ -24,6 +24,7 @@ mod limits_http;
 mod limits_render;
 mod links;
 mod metrics;
+mod process_trees;
 mod redis_support;
 mod samples;
 mod security;
