@@ -724,7 +724,7 @@ mod tests {
             ),
             // Its own process group, not a session.
             (
-                "perl -e 'setpgrp(0,0); exec @ARGV' sleep 30.5105 & left 5 $!; echo '<a/>'",
+                "python3 -c 'import os, sys; os.setpgid(0, 0); os.execvp(sys.argv[1], sys.argv[1:])' sleep 30.5105 & left 5 $!; echo '<a/>'",
                 "30.5105",
             ),
         ] {
