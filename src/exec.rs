@@ -3,17 +3,21 @@
 //!
 //! A [`Program`] is an argv list (never a shell) whose executable was found
 //! when it was configured, a working directory, and an environment that is
-//! exactly what was allowed (the child's is cleared first). [`Program::run`]
-//! gives the child its stdin from a helper thread (a child that does not
-//! read its input, or writes a lot before reading, cannot deadlock the
-//! caller; an empty input is `/dev/null`, with no pipe and no thread),
-//! reads stdout up to a hard cap and stderr up to
-//! [`STDERR_KEPT`] bytes (the rest is drained and dropped), and holds the
-//! child to a wall-clock timeout. The child runs in a process group of its
-//! own: past the timeout or the cap the whole group is killed (so
-//! `sh -c 'sleep 100'`-style grandchildren die too), and when the child
-//! exits, whatever it left running in its group is killed as well, so a
-//! program's processes never outlive its run. The child is always reaped.
+//! exactly what was allowed (the child's is cleared first), plus this
+//! run's marker [`MARKER_VARIABLE`]. [`Program::run`] feeds the child its
+//! stdin (an empty input is `/dev/null`), reads stdout up to a hard cap and
+//! stderr up to [`STDERR_KEPT`] bytes (the rest is drained and dropped),
+//! and holds the child to a wall-clock timeout, all from the calling
+//! thread (`run`: one `poll` loop, no helper threads, every descriptor
+//! owned by the run). The child runs in a process group of its own.
+//!
+//! A program's processes never outlive its run: when the child exits, on
+//! the timeout, past the cap or on any error, its group is killed, and
+//! then every process recognised as started by the run although it left
+//! the group (`setsid`, a double fork, a daemon: `reap`, by the run's
+//! marker in its environment, by a pipe of the run it holds, or by a
+//! recognised parent). Nothing the run did not start is ever signalled or
+//! waited for. The child is always reaped.
 //!
 //! [`Concurrency`] bounds how many runs happen at once, with a bounded
 //! queue whose wait is bounded too (past either: [`ExecError::Busy`]).
@@ -22,17 +26,17 @@
 //! pool, or `tokio::task::spawn_blocking`). Nothing else of the crate is
 //! imported: this module sits below every other.
 
-use std::io::{Read, Write};
+mod reap;
+mod run;
+
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use rustix::process::{Pid, Signal, WaitId, WaitIdOptions};
+
+pub use reap::MARKER_VARIABLE;
 
 /// How much of a program's stderr is kept (for the log); the rest is read
 /// and dropped, so the program never blocks on a full pipe.
@@ -265,7 +269,8 @@ impl Program {
     ///
     /// Errors: [`ExecError::Spawn`] when it cannot be started,
     /// [`ExecError::Timeout`] past the timeout, [`ExecError::TooLarge`] past
-    /// the output limit (both kill its process group),
+    /// the output limit (both kill its process group and every process
+    /// recognised as the run's),
     /// [`ExecError::Exit`] for a non-zero status or a death by signal. A
     /// child that exits without reading all of its input is not an error
     /// by itself.
@@ -274,36 +279,7 @@ impl Program {
         stdin: Bytes,
         extra_env: &[(String, String)],
     ) -> Result<Output, ExecError> {
-        let deadline = Instant::now() + self.timeout;
-        let mut command = Command::new(&self.executable);
-        command
-            .arg0(&self.argv[0])
-            .args(&self.argv[1..])
-            .current_dir(&self.cwd)
-            .env_clear()
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .envs(extra_env.iter().map(|(k, v)| (k, v)))
-            // No input: /dev/null, which saves a pipe and the thread that
-            // would feed it (a thread is ~30 µs of a GET's run).
-            .stdin(if stdin.is_empty() {
-                Stdio::null()
-            } else {
-                Stdio::piped()
-            })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
-        let mut child = command
-            .spawn()
-            .map_err(|e| ExecError::Spawn(e.to_string()))?;
-        let pid = Pid::from_child(&child);
-        let mut running = Running {
-            child: &mut child,
-            pid,
-            reaped: false,
-        };
-        let result = running.supervise(stdin, deadline, self);
-        running.finish(result)
+        run::run(self, stdin, extra_env)
     }
 }
 
@@ -342,192 +318,6 @@ fn executable(path: &Path) -> Result<(), String> {
         return Err("not executable".into());
     }
     Ok(())
-}
-
-/// What the helper threads report.
-enum Event {
-    /// Stdout to its end, or why not.
-    Stdout(Result<Vec<u8>, Capped>),
-    /// The kept part of stderr, at its end.
-    Stderr(String),
-    /// The child exited (not yet reaped).
-    Exited,
-}
-
-enum Capped {
-    Over,
-    Io(std::io::Error),
-}
-
-/// A spawned child being supervised; reaped whatever happens.
-struct Running<'a> {
-    child: &'a mut Child,
-    pid: Pid,
-    reaped: bool,
-}
-
-impl Running<'_> {
-    /// Feeds stdin, collects stdout and stderr and waits for the exit, all
-    /// before `deadline`.
-    fn supervise(
-        &mut self,
-        stdin: Bytes,
-        deadline: Instant,
-        program: &Program,
-    ) -> Result<Output, ExecError> {
-        let (Some(out), Some(err)) = (self.child.stdout.take(), self.child.stderr.take()) else {
-            return Err(ExecError::Io("the child's pipes are missing".into()));
-        };
-        let (tx, rx) = mpsc::channel();
-        // Without input there is no pipe (stdin is /dev/null).
-        if let Some(input) = self.child.stdin.take() {
-            helper("axle-exec-in", move || feed(input, &stdin))?;
-        }
-        let (tx_out, max) = (tx.clone(), program.max_output);
-        helper("axle-exec-out", move || {
-            let _ = tx_out.send(Event::Stdout(read_capped(out, max)));
-        })?;
-        let tx_err = tx.clone();
-        helper("axle-exec-err", move || {
-            let _ = tx_err.send(Event::Stderr(read_kept(err)));
-        })?;
-        let pid = self.pid;
-        helper("axle-exec-wait", move || {
-            wait_exited(pid);
-            let _ = tx.send(Event::Exited);
-        })?;
-        let (mut stdout, mut stderr, mut exited) = (None, None, false);
-        while stdout.is_none() || stderr.is_none() || !exited {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match rx.recv_timeout(left) {
-                Ok(Event::Stdout(Ok(bytes))) => stdout = Some(bytes),
-                Ok(Event::Stdout(Err(Capped::Over))) => {
-                    return Err(ExecError::TooLarge(program.max_output));
-                }
-                Ok(Event::Stdout(Err(Capped::Io(e)))) => {
-                    return Err(ExecError::Io(format!("reading its output: {e}")));
-                }
-                Ok(Event::Stderr(text)) => stderr = Some(text),
-                Ok(Event::Exited) => {
-                    exited = true;
-                    // What it left running in its group dies with it (and
-                    // so lets go of the pipes).
-                    kill_group(self.pid);
-                }
-                Err(RecvTimeoutError::Timeout) => {
-                    return Err(ExecError::Timeout(program.timeout));
-                }
-                Err(RecvTimeoutError::Disconnected) => {
-                    return Err(ExecError::Io("lost track of the process".into()));
-                }
-            }
-        }
-        Ok(Output {
-            stdout: Bytes::from(stdout.unwrap_or_default()),
-            stderr: stderr.unwrap_or_default(),
-        })
-    }
-
-    /// Reaps the child (killing its group first unless it ended well) and
-    /// turns its status into the result.
-    fn finish(mut self, result: Result<Output, ExecError>) -> Result<Output, ExecError> {
-        if result.is_err() {
-            self.kill();
-        }
-        let status = self.reap();
-        let output = result?;
-        let status = status.map_err(|e| ExecError::Io(format!("waiting for it: {e}")))?;
-        if status.success() {
-            return Ok(output);
-        }
-        Err(ExecError::Exit {
-            code: status.code(),
-            signal: status.signal(),
-            stderr: output.stderr,
-        })
-    }
-
-    fn kill(&mut self) {
-        kill_group(self.pid);
-        // In case it left its group.
-        let _ = self.child.kill();
-    }
-
-    fn reap(&mut self) -> std::io::Result<std::process::ExitStatus> {
-        let status = self.child.wait();
-        self.reaped = status.is_ok();
-        status
-    }
-}
-
-impl Drop for Running<'_> {
-    /// A child left unreaped (a panic, a failed wait) is killed and reaped.
-    fn drop(&mut self) {
-        if !self.reaped {
-            self.kill();
-            let _ = self.child.wait();
-        }
-    }
-}
-
-/// Starts a helper thread; failing to is an error of the run.
-fn helper(name: &str, f: impl FnOnce() + Send + 'static) -> Result<(), ExecError> {
-    std::thread::Builder::new()
-        .name(name.to_string())
-        .spawn(f)
-        .map(drop)
-        .map_err(|e| ExecError::Io(format!("starting a helper thread: {e}")))
-}
-
-/// Writes `bytes` to the child's stdin and closes it. A child that exits
-/// (or closes its stdin) before reading everything makes this fail with
-/// `EPIPE`, which is the child's business, not an error of the run.
-fn feed(mut input: std::process::ChildStdin, bytes: &[u8]) {
-    if let Err(e) = input.write_all(bytes) {
-        if e.kind() != std::io::ErrorKind::BrokenPipe {
-            tracing::debug!(error = %e, "writing a program's stdin failed");
-        }
-    }
-}
-
-/// Reads `r` to its end, or until it has given more than `max` bytes.
-fn read_capped(r: impl Read, max: u64) -> Result<Vec<u8>, Capped> {
-    let mut buf = Vec::new();
-    r.take(max.saturating_add(1))
-        .read_to_end(&mut buf)
-        .map_err(Capped::Io)?;
-    if buf.len() as u64 > max {
-        return Err(Capped::Over);
-    }
-    Ok(buf)
-}
-
-/// Reads `r` to its end, keeping the first [`STDERR_KEPT`] bytes.
-fn read_kept(mut r: impl Read) -> String {
-    let mut kept = Vec::new();
-    let _ = (&mut r).take(STDERR_KEPT as u64).read_to_end(&mut kept);
-    let _ = std::io::copy(&mut r, &mut std::io::sink());
-    String::from_utf8_lossy(&kept).into_owned()
-}
-
-/// Blocks until the child `pid` has exited, without reaping it (so its
-/// process group ID cannot be reused before the group is killed).
-fn wait_exited(pid: Pid) {
-    loop {
-        match rustix::process::waitid(
-            WaitId::Pid(pid),
-            WaitIdOptions::EXITED | WaitIdOptions::NOWAIT,
-        ) {
-            Err(e) if e == rustix::io::Errno::INTR => continue,
-            // Exited, or already reaped by the supervisor (ECHILD).
-            _ => return,
-        }
-    }
-}
-
-/// SIGKILL to the process group `pid` leads (gone already: nothing to do).
-fn kill_group(pid: Pid) {
-    let _ = rustix::process::kill_process_group(pid, Signal::KILL);
 }
 
 /// A bound on concurrent runs: at most `max_running` at once, at most
@@ -858,6 +648,124 @@ mod tests {
         assert_group_gone(dir.path());
     }
 
+    /// The live processes (not zombies) whose argv holds `arg` (a unique
+    /// marker argument such as `30.5101`).
+    fn live_with_arg(arg: &str) -> Vec<i32> {
+        let mut live = Vec::new();
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+                continue;
+            };
+            let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+                continue;
+            };
+            let dead = std::fs::read_to_string(entry.path().join("stat"))
+                .ok()
+                .and_then(|s| {
+                    s.rsplit_once(')')
+                        .map(|(_, r)| r.trim_start().starts_with(['Z', 'X']))
+                })
+                .unwrap_or(true);
+            if !dead && cmdline.split(|&b| b == 0).any(|a| a == arg.as_bytes()) {
+                live.push(pid);
+            }
+        }
+        live
+    }
+
+    /// No process with `arg` in its argv is left alive (SIGKILL is
+    /// immediate, the teardown may take a moment: 2 s at most).
+    #[track_caller]
+    fn assert_none_alive(arg: &str) {
+        let gone_by = Instant::now() + Duration::from_secs(2);
+        while !live_with_arg(arg).is_empty() && Instant::now() < gone_by {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(
+            live_with_arg(arg),
+            Vec::<i32>::new(),
+            "{arg} outlived its run"
+        );
+    }
+
+    /// A shell function `left FIELD PID`: waits (3 s at most) until
+    /// process PID's session (FIELD 6 of /proc/PID/stat) or group (5)
+    /// differs from this shell's, so that a test's program exits only
+    /// once its detached process has really left (else the group kill at
+    /// its exit could win the race, and the test would prove nothing).
+    const LEFT: &str = "left() { i=0; while [ \"$(cut -d' ' -f$1 /proc/$2/stat 2>/dev/null)\" = \"$(cut -d' ' -f$1 /proc/$$/stat)\" ] && [ $i -lt 300 ]; do sleep 0.01; i=$((i+1)); done; }; ";
+
+    /// `sh -c` with [`LEFT`] defined before `script`.
+    fn detaching(script: &str) -> Program {
+        program(&["sh", "-c", &format!("{LEFT}{script}")])
+    }
+
+    #[test]
+    fn what_a_program_detaches_from_its_group_is_killed_when_it_exits() {
+        // Issue #36 row 9: each way of leaving the process group, each
+        // with a sleep marked by a unique argument.
+        for (script, arg) in [
+            // A new session that keeps stdout: the run would wait for it.
+            ("setsid sleep 30.5101 & left 6 $!; echo '<a/>'", "30.5101"),
+            // A new session that lets go of every pipe: a daemon.
+            (
+                "setsid sh -c 'exec >/dev/null 2>&1 </dev/null; exec sleep 30.5102' & left 6 $!; echo '<a/>'",
+                "30.5102",
+            ),
+            // A cleared environment, still holding stdout.
+            (
+                "setsid env -i sleep 30.5103 & left 6 $!; echo '<a/>'",
+                "30.5103",
+            ),
+            // A double fork: the intermediate exits once it has forked.
+            (
+                "setsid sh -c 'sleep 30.5104 </dev/null >/dev/null 2>&1 & echo forked' | read x; echo '<a/>'",
+                "30.5104",
+            ),
+            // Its own process group, not a session.
+            (
+                "python3 -c 'import os, sys; os.setpgid(0, 0); os.execvp(sys.argv[1], sys.argv[1:])' sleep 30.5105 & left 5 $!; echo '<a/>'",
+                "30.5105",
+            ),
+        ] {
+            let started = Instant::now();
+            let out = detaching(script).run(b"", &[]).unwrap();
+            assert_eq!(&out.stdout[..], b"<a/>\n", "{script}");
+            assert!(
+                started.elapsed() < Duration::from_secs(5),
+                "{script}: {:?}",
+                started.elapsed()
+            );
+            assert_none_alive(arg);
+        }
+    }
+
+    #[test]
+    fn what_a_program_detaches_is_killed_on_the_timeout_and_past_the_cap() {
+        let started = Instant::now();
+        let e = detaching("setsid sleep 30.5111 & sleep 30")
+            .with_timeout(Duration::from_millis(300))
+            .run(b"", &[])
+            .unwrap_err();
+        assert_eq!(e, ExecError::Timeout(Duration::from_millis(300)));
+        assert!(started.elapsed() < Duration::from_secs(3));
+        assert_none_alive("30.5111");
+
+        let e = detaching("setsid sleep 30.5112 & left 6 $!; head -c 100000 /dev/zero; sleep 30")
+            .with_max_output(1000)
+            .run(b"", &[])
+            .unwrap_err();
+        assert_eq!(e, ExecError::TooLarge(1000));
+        assert_none_alive("30.5112");
+
+        // A non-zero exit: the same.
+        let e = detaching("setsid sleep 30.5113 & left 6 $!; exit 4")
+            .run(b"", &[])
+            .unwrap_err();
+        assert!(matches!(e, ExecError::Exit { code: Some(4), .. }), "{e:?}");
+        assert_none_alive("30.5113");
+    }
+
     #[test]
     fn output_past_the_cap_kills_the_program() {
         let p = program(&["sh", "-c", "head -c 100000 /dev/zero; sleep 30"]).with_max_output(1000);
@@ -921,7 +829,22 @@ mod tests {
         let mut lines: Vec<&str> = std::str::from_utf8(&out.stdout).unwrap().lines().collect();
         lines.sort_unstable();
         let path_line = format!("PATH={path}");
+        // And the run's marker, a fresh one each run.
+        let marker = lines.remove(0);
+        assert!(marker.starts_with("AXLE_RUN="), "{marker}");
         assert_eq!(lines, vec!["AXLE_X=1", "FIXED=yes", path_line.as_str()]);
+        let again = program(&["env"]).run(b"", &[]).unwrap();
+        let again = std::str::from_utf8(&again.stdout).unwrap();
+        assert!(
+            again.contains("AXLE_RUN=") && !again.contains(marker),
+            "{again}"
+        );
+        // Nothing configured replaces it.
+        let out = program(&["env"])
+            .run(b"", &[("AXLE_RUN".to_string(), "forged".to_string())])
+            .unwrap();
+        let text = std::str::from_utf8(&out.stdout).unwrap();
+        assert!(!text.contains("AXLE_RUN=forged"), "{text}");
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! runs in the document root with a cleared environment, and learns about
 //! the request only CGI-style, from its environment (`REQUEST_METHOD`,
 //! `QUERY_STRING`, `PATH_INFO`, `SCRIPT_NAME`, `HTTP_*` for the configured
-//! headers) and, for a POST, its stdin: nothing a client sends can change
+//! headers, repeated lines joined into one, never `HTTP_PROXY`) and, for a
+//! POST, its stdin: nothing a client sends can change
 //! which program runs or its arguments. Bounded as every program Axle runs
 //! is ([`crate::exec`]): a timeout (504), an output limit and a non-zero
 //! exit (502), a concurrency limit with a queue (503 + `Retry-After`).
@@ -158,26 +159,84 @@ pub fn environment(headers: &[String], request: &SourceRequest) -> Vec<(String, 
         }
     }
     for name in headers {
-        let Some(value) = request
-            .headers
-            .get(name.as_str())
-            .and_then(|v| v.to_str().ok())
-        else {
+        let Some(var) = header_variable(name) else {
             continue;
         };
-        let var: String = name
-            .chars()
-            .map(|c| {
-                if c == '-' {
-                    '_'
-                } else {
-                    c.to_ascii_uppercase()
-                }
-            })
-            .collect();
-        env.push((format!("HTTP_{var}"), value.to_string()));
+        // Two configured spellings of one header give one variable.
+        if env.iter().any(|(k, _)| *k == var) {
+            continue;
+        }
+        let Some(value) = joined_header(&request.headers, name) else {
+            continue;
+        };
+        env.push((var, value));
     }
     env
+}
+
+/// The `HTTP_*` variable a configured header is passed as (`-` becomes
+/// `_`, letters upper case), or `None` for a name that may never be
+/// passed (see [`header_problem`]): `Proxy` would become `HTTP_PROXY`,
+/// which HTTP client libraries take as their proxy (httpoxy), so the
+/// builder never emits it whatever the configuration says.
+fn header_variable(name: &str) -> Option<String> {
+    if header_problem(name).is_some() {
+        return None;
+    }
+    let var: String = name
+        .chars()
+        .map(|c| {
+            if c == '-' {
+                '_'
+            } else {
+                c.to_ascii_uppercase()
+            }
+        })
+        .collect();
+    Some(format!("HTTP_{var}"))
+}
+
+/// Why `name` cannot be a configured `headers` entry of a command (the
+/// site loader refuses it, naming the key and line), or `None` when it
+/// can: a header name (RFC 9110 token), without `_` (in `HTTP_*` it
+/// would read as `-`: a client could pass one for the other), and not
+/// `Proxy` in any case (httpoxy: `HTTP_PROXY` is an HTTP client's proxy
+/// setting; Apache, nginx and Go's CGI never pass it either).
+pub fn header_problem(name: &str) -> Option<String> {
+    if http::HeaderName::from_bytes(name.as_bytes()).is_err() {
+        return Some(format!("{name:?} is not a header name"));
+    }
+    if name.contains('_') {
+        return Some(format!(
+            "{name:?}: a header name with '_' is not passed (as HTTP_* it would read the same as one with '-')"
+        ));
+    }
+    if name.eq_ignore_ascii_case("proxy") {
+        return Some(format!(
+            "{name:?} is never passed to a program: as HTTP_PROXY it would set the program's HTTP proxy (httpoxy)"
+        ));
+    }
+    None
+}
+
+/// Every line of the header `name` in `headers`, as one value (CGI/1.1,
+/// RFC 3875 §4.1.18: repeated lines are one meta-variable): joined with
+/// `", "` as HTTP joins a repeated field (RFC 9110 §5.3), except `Cookie`,
+/// whose lines are joined with `"; "` (RFC 6265 §5.4, RFC 9113 §8.2.3).
+/// Lines that are not visible ASCII are left out, as a single such line
+/// always was; `None` when no line is left.
+fn joined_header(headers: &http::HeaderMap, name: &str) -> Option<String> {
+    let separator = if name.eq_ignore_ascii_case("cookie") {
+        "; "
+    } else {
+        ", "
+    };
+    let values: Vec<&str> = headers
+        .get_all(name)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    (!values.is_empty()).then(|| values.join(separator))
 }
 
 /// The request's path and query as the client would write them.
@@ -301,5 +360,103 @@ mod tests {
         request.body = None;
         let env = environment(&[], &request);
         assert!(env.iter().all(|(k, _)| !k.starts_with("CONTENT_")));
+    }
+
+    /// The value of `var` in the environment of `request` with `headers`
+    /// configured.
+    fn variable(headers: &[&str], request: &SourceRequest, var: &str) -> Option<String> {
+        let headers: Vec<String> = headers.iter().map(|h| h.to_string()).collect();
+        let env = environment(&headers, request);
+        let mut found = env.iter().filter(|(k, _)| k == var);
+        let first = found.next().map(|(_, v)| v.clone());
+        assert!(found.next().is_none(), "{var} set twice: {env:?}");
+        first
+    }
+
+    #[test]
+    fn repeated_header_lines_are_one_variable_joined_as_cgi_says() {
+        let mut request = SourceRequest::new(Method::GET, "/live", "/x");
+        for (name, value) in [
+            ("cookie", "a=1"),
+            ("user-agent", "first/1.0"),
+            ("cookie", "b=2"),
+            ("user-agent", "second/2.0"),
+            ("cookie", "c=3"),
+            ("accept", "text/html"),
+            ("accept", "\u{e9}t\u{e9}"),
+        ] {
+            let value = http::HeaderValue::from_bytes(value.as_bytes()).unwrap();
+            request.headers.append(name, value);
+        }
+        let configured = ["cookie", "User-Agent", "accept"];
+        assert_eq!(
+            variable(&configured, &request, "HTTP_COOKIE").as_deref(),
+            Some("a=1; b=2; c=3"),
+            "Cookie lines are joined with \"; \""
+        );
+        assert_eq!(
+            variable(&configured, &request, "HTTP_USER_AGENT").as_deref(),
+            Some("first/1.0, second/2.0"),
+            "other repeated lines with \", \""
+        );
+        // A line that is not visible ASCII is left out, the others kept.
+        assert_eq!(
+            variable(&configured, &request, "HTTP_ACCEPT").as_deref(),
+            Some("text/html")
+        );
+        // One line: its value as it is; none: no variable.
+        request.headers.remove("cookie");
+        request.headers.insert("cookie", "only=1".parse().unwrap());
+        assert_eq!(
+            variable(&configured, &request, "HTTP_COOKIE").as_deref(),
+            Some("only=1")
+        );
+        request.headers.remove("cookie");
+        assert_eq!(variable(&configured, &request, "HTTP_COOKIE"), None);
+    }
+
+    #[test]
+    fn the_builder_never_emits_http_proxy_whatever_is_configured() {
+        let mut request = SourceRequest::new(Method::GET, "/live", "/x");
+        request
+            .headers
+            .insert("proxy", "http://attacker.example:8080".parse().unwrap());
+        request.headers.insert("x-a", "dash".parse().unwrap());
+        request.headers.insert("x_a", "underscore".parse().unwrap());
+        let configured = ["proxy", "PROXY", "Proxy", "x-a", "x_a", "X-A"];
+        let headers: Vec<String> = configured.iter().map(|h| h.to_string()).collect();
+        let env = environment(&headers, &request);
+        assert!(
+            env.iter().all(|(k, _)| k != "HTTP_PROXY"),
+            "httpoxy: {env:?}"
+        );
+        // `x_a` is not passed, and `X-A` is the same variable as `x-a`.
+        assert_eq!(
+            variable(&configured, &request, "HTTP_X_A").as_deref(),
+            Some("dash")
+        );
+    }
+
+    #[test]
+    fn header_names_that_cannot_be_passed_are_named() {
+        for name in ["proxy", "Proxy", "PROXY", "pRoXy"] {
+            let why = header_problem(name).unwrap();
+            assert!(
+                why.contains("HTTP_PROXY") && why.contains("httpoxy"),
+                "{why}"
+            );
+        }
+        assert!(header_problem("x_forwarded").unwrap().contains("'_'"));
+        assert!(header_problem("a b").unwrap().contains("not a header name"));
+        assert!(header_problem("").unwrap().contains("not a header name"));
+        for name in [
+            "accept",
+            "User-Agent",
+            "cookie",
+            "proxy-authorization",
+            "x-proxy",
+        ] {
+            assert_eq!(header_problem(name), None, "{name}");
+        }
     }
 }

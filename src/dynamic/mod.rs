@@ -22,7 +22,9 @@ mod memo;
 mod post;
 mod upstream;
 
-pub use command::{CGI_VARIABLES, CommandConfig, CommandSource};
+pub use command::{
+    CGI_VARIABLES, CommandConfig, CommandSource, header_problem as command_header_problem,
+};
 pub use memo::Memoized;
 pub use post::{PostConfig, PostSource};
 pub use upstream::UpstreamSource;

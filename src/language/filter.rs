@@ -10,7 +10,9 @@
 //! variables of the server's own, plus `AXLE_RESOURCE` (the href's file,
 //! absolute, when there is one), `AXLE_RESOURCE_URL`, `AXLE_BASE_URL` (the
 //! document), `AXLE_STAGE_FINAL` (`1`/`0`) and `AXLE_PARAM_<name>` for each
-//! stage param. Request data reaches the command only through stdin and
+//! stage param (and the run's marker `AXLE_RUN`, [`crate::exec`]'s, by
+//! which what the command starts is killed when the run ends). Request
+//! data reaches the command only through stdin and
 //! this environment, never its argv. The href may name no file at all
 //! ([`Language::resource_optional`]).
 //!
@@ -606,6 +608,10 @@ mod tests {
             let (stage, _) = site.compile(&lang, missing);
             let out = site.run(&stage, "", &params, is_final).unwrap();
             let mut lines: Vec<String> = text(&out).lines().map(str::to_string).collect();
+            // Every run's own marker (`exec`), once: the rest is exact.
+            let marker = format!("{}=", crate::exec::MARKER_VARIABLE);
+            assert_eq!(lines.iter().filter(|l| l.starts_with(&marker)).count(), 1);
+            lines.retain(|l| !l.starts_with(&marker));
             lines.sort();
             lines
         };

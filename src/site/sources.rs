@@ -12,6 +12,7 @@ use super::validate::Here;
 use std::time::Duration;
 
 use crate::config::{parse_duration, parse_size};
+use crate::dynamic::command_header_problem;
 use crate::dynamic::{
     BoxFuture, Cacheability, CommandConfig, CommandSource, DynamicProvider, Memoized, Mount,
     PostConfig, PostSource, Produced, SourceError, SourceRequest, UpstreamSource,
@@ -147,6 +148,11 @@ pub(super) fn mount(
                 config.env = v.clone();
             }
             if let Some(v) = &p.headers {
+                // Refused at load, not skipped: httpoxy (`proxy`) and
+                // names that cannot be passed are a configuration error.
+                if let Some(why) = v.iter().find_map(|h| command_header_problem(h)) {
+                    return Err(here.err(&key("headers"), why));
+                }
                 config.headers = v.clone();
             }
             if let Some(t) = duration("timeout", &p.timeout)? {

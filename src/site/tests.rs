@@ -408,5 +408,14 @@ fn posted_document_limits_are_read_and_bounded() {
         let err =
             SiteConfig::parse(&text, Path::new("axle.toml"), Registry::default()).unwrap_err();
         assert_eq!(err.key, key, "{err}");
+fn a_command_passing_proxy_is_refused_at_load_naming_file_key_and_line() {
+    // httpoxy (issue #36): `Proxy:` would reach the program as HTTP_PROXY.
+    for spelling in ["proxy", "Proxy", "PROXY"] {
+        let text = format!(
+            "[location.\"/\"]\nstyle = \"a\"\n\n[location.\"/live\".provider]\ntype = \"command\"\nargv = [\"sh\"]\nheaders = [\"accept\", \"{spelling}\"]\n"
+        );
+        assert_error(&text, "location.\"/live\".provider.headers", 7, "httpoxy");
+        let e = parse(&text).unwrap_err().to_string();
+        assert!(e.contains("axle.toml") && e.contains(spelling), "{e}");
     }
 }

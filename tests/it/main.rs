@@ -26,6 +26,7 @@ mod limits_render;
 mod links;
 mod metrics;
 mod post_attacks;
+mod process_trees;
 mod redis_support;
 mod samples;
 mod security;

@@ -436,6 +436,7 @@ async fn a_command_gets_the_request_only_through_its_environment_and_stdin() {
         .collect();
     for name in &names {
         let allowed = ["PATH", "LANG", "LC_ALL", "TZ", "PWD"].contains(name)
+            || *name == axle::exec::MARKER_VARIABLE
             || name.starts_with("HTTP_")
             || axle::dynamic::CGI_VARIABLES.contains(name);
         assert!(allowed, "{name} reached the program: {env}");
@@ -608,6 +609,16 @@ fn provider_keys_are_checked_by_type() {
             "provider.max-body",
             "",
         ),
+        (
+            "[location.\"/p\"]\nprovider = { type = \"command\", argv = [\"sh\"], headers = [\"accept\", \"PROXY\"] }",
+            "provider.headers",
+            "httpoxy",
+        ),
+        (
+            "[location.\"/p\"]\nprovider = { type = \"command\", argv = [\"sh\"], headers = [\"x_real_ip\"] }",
+            "provider.headers",
+            "'_'",
+        ),
         ("[filter.\"a/b\"]\nargv = []", "argv", "needs argv"),
         (
             "[filter.\"a/b\"]\nargv = [\"sh\"]\ncache = \"10s\"",
@@ -658,4 +669,35 @@ async fn a_posted_document_reads_no_file_through_xinclude() {
     site.write("inc.xml", body);
     let r = server.get("/inc.xml").await;
     assert!(r.text().contains("Two stages"), "{}", r.text());
+}
+
+/// Issue #36 row 11: repeated `Cookie` and `User-Agent` lines reach a
+/// program as one variable each, joined as CGI/1.1 says (`"; "` for
+/// cookies, `", "` for every other field).
+#[tokio::test(flavor = "multi_thread")]
+async fn repeated_header_lines_reach_a_command_joined() {
+    let site = TestSite::new();
+    let toml = "[location.\"/h\"]\nprovider = { type = \"command\", headers = [\"cookie\", \"user-agent\", \"x-trace\"], argv = [\"sh\", \"-c\", \"printf '<e><c><![CDATA[%s]]></c><u><![CDATA[%s]]></u><t><![CDATA[%s]]></t></e>' \\\"$HTTP_COOKIE\\\" \\\"$HTTP_USER_AGENT\\\" \\\"$HTTP_X_TRACE\\\"\"] }\n";
+    let server = server(&site, toml, CacheMode::Off).await;
+    let r = server
+        .request(
+            reqwest::Method::GET,
+            "/h/x",
+            &[
+                ("cookie", "a=1"),
+                ("user-agent", "first/1.0"),
+                ("cookie", "b=2"),
+                ("user-agent", "second/2.0"),
+                ("x-trace", "one"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let text = r.text();
+    assert!(text.contains("a=1; b=2"), "both Cookie lines: {text}");
+    assert!(
+        text.contains("first/1.0, second/2.0"),
+        "both User-Agent lines: {text}"
+    );
+    assert!(text.contains("one"), "{text}");
 }
