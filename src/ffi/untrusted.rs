@@ -215,8 +215,10 @@ pub fn most_attributes(bytes: &[u8]) -> u64 {
         [0xFF, 0xFE, rest @ ..] => {
             Scanner::default().run(rest.chunks(2).map(|p| unit(p[0], p.get(1))))
         }
-        [0xFE, 0xFF, rest @ ..] => Scanner::default()
-            .run(rest.chunks(2).map(|p| unit(*p.get(1).unwrap_or(&0xFF), Some(&p[0])))),
+        [0xFE, 0xFF, rest @ ..] => Scanner::default().run(
+            rest.chunks(2)
+                .map(|p| unit(*p.get(1).unwrap_or(&0xFF), Some(&p[0]))),
+        ),
         _ => Scanner::default().run_bytes(bytes),
     }
 }

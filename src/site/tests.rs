@@ -408,6 +408,10 @@ fn posted_document_limits_are_read_and_bounded() {
         let err =
             SiteConfig::parse(&text, Path::new("axle.toml"), Registry::default()).unwrap_err();
         assert_eq!(err.key, key, "{err}");
+    }
+}
+
+#[test]
 fn a_command_passing_proxy_is_refused_at_load_naming_file_key_and_line() {
     // httpoxy (issue #36): `Proxy:` would reach the program as HTTP_PROXY.
     for spelling in ["proxy", "Proxy", "PROXY"] {
