@@ -312,11 +312,15 @@ pub async fn export(server: &Server, out: &Path, terminal: bool) -> Result<Repor
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or_default();
-    let previous_pages = if previous.site == site_hash {
+    let mut previous_pages = if previous.site == site_hash {
         previous.pages
     } else {
         BTreeMap::new()
     };
+    // The state is a file anyone with the folder may edit: a page whose
+    // file is not a plain relative path inside it is forgotten, never
+    // kept, never deleted.
+    previous_pages.retain(|_, page| inside_out(&page.file).is_some());
 
     let mut report = Report::default();
     let dynamic = site.dynamic_prefixes();
@@ -421,7 +425,7 @@ pub async fn export(server: &Server, out: &Path, terminal: bool) -> Result<Repor
     let live: HashSet<&str> = pages.values().map(|p| p.file.as_str()).collect();
     for old in previous_pages.values() {
         if !live.contains(old.file.as_str()) {
-            let _ = std::fs::remove_file(out.join(&old.file));
+            remove_inside(&out, &old.file);
         }
     }
     report
@@ -430,9 +434,10 @@ pub async fn export(server: &Server, out: &Path, terminal: bool) -> Result<Repor
     report.rendered.sort();
     report.kept.sort();
     report.skipped.sort();
-    write_json(&out.join(MANIFEST), &report.entries)?;
+    write_json(&out, MANIFEST, &report.entries)?;
     write_json(
-        &state_path,
+        &out,
+        STATE,
         &State {
             site: site_hash,
             pages,
@@ -448,13 +453,111 @@ pub async fn export(server: &Server, out: &Path, terminal: bool) -> Result<Repor
     }
 }
 
-fn write_json(path: &Path, value: &impl Serialize) -> Result<(), ExportError> {
+fn write_json(out: &Path, name: &str, value: &impl Serialize) -> Result<(), ExportError> {
+    let path = out.join(name);
     let mut text = serde_json::to_vec_pretty(value).map_err(|source| ExportError::Json {
-        path: path.to_path_buf(),
+        path: path.clone(),
         source,
     })?;
     text.push(b'\n');
-    std::fs::write(path, text).map_err(io(path))
+    write_inside(out, name, &text).map_err(io(&path))
+}
+
+/// `file` (a path the build writes, relative to the output folder) as
+/// components that stay inside it: relative, no `..`, no `.`, not empty.
+/// None for anything else (an edited state naming `../x` or `/tmp/x`).
+fn inside_out(file: &str) -> Option<PathBuf> {
+    let path = Path::new(file);
+    let mut inside = PathBuf::new();
+    for part in path.components() {
+        match part {
+            std::path::Component::Normal(name) => inside.push(name),
+            _ => return None,
+        }
+    }
+    (!inside.as_os_str().is_empty() && !file.contains('\0')).then_some(inside)
+}
+
+/// The directories on the way to `file` under `out` (canonical) exist as
+/// real directories: a symlink there is replaced by a directory (never
+/// followed out of the folder), anything else in the way is an error.
+fn directories_inside(out: &Path, file: &Path) -> std::io::Result<PathBuf> {
+    let mut dir = out.to_path_buf();
+    let parts: Vec<_> = file.components().collect();
+    let Some((_, parents)) = parts.split_last() else {
+        return Err(std::io::Error::other("an empty file name"));
+    };
+    for part in parents {
+        dir.push(part);
+        match std::fs::symlink_metadata(&dir) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                std::fs::remove_file(&dir)?;
+                std::fs::create_dir(&dir)?;
+            }
+            Ok(meta) if meta.is_dir() => {}
+            Ok(_) => {
+                return Err(std::io::Error::other(format!(
+                    "{} is in the way (not a directory)",
+                    dir.display()
+                )));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::fs::create_dir(&dir)?,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(out.join(file))
+}
+
+/// Writes `bytes` to `file` (relative) inside `out` (canonical), never
+/// through a symlink: into a new temporary file beside it (`create_new`
+/// follows no link), renamed over the name, which replaces a link there
+/// instead of writing to where it points.
+fn write_inside(out: &Path, file: &str, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    static UNIQUE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let rel = inside_out(file)
+        .ok_or_else(|| std::io::Error::other(format!("{file} is not a path inside the output")))?;
+    let target = directories_inside(out, &rel)?;
+    let name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let n = UNIQUE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let temp = target.with_file_name(format!(".{name}.axle-{}-{n}", std::process::id()));
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&temp)
+        .and_then(|mut f| f.write_all(bytes));
+    match written.and_then(|()| std::fs::rename(&temp, &target)) {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let _ = std::fs::remove_file(&temp);
+            Err(e)
+        }
+    }
+}
+
+/// Removes `file` (relative) inside `out` (canonical) when every
+/// directory on its way is a real one there (a link on the way could lead
+/// out of the folder); a link at the name itself is removed, not what it
+/// points to.
+fn remove_inside(out: &Path, file: &str) {
+    let Some(rel) = inside_out(file) else {
+        return;
+    };
+    let mut dir = out.to_path_buf();
+    let parts: Vec<_> = rel.components().collect();
+    if let Some((_, parents)) = parts.split_last() {
+        for part in parents {
+            dir.push(part);
+            match std::fs::symlink_metadata(&dir) {
+                Ok(meta) if meta.is_dir() => {}
+                _ => return,
+            }
+        }
+    }
+    let _ = std::fs::remove_file(out.join(rel));
 }
 
 /// URL-path characters left as they are (RFC 3986's unreserved); the rest
@@ -486,7 +589,12 @@ fn walk(app: &App, root: &Path, dir: &Path, jobs: &mut Vec<Job>) -> Result<(), E
             continue;
         }
         let path = entry.path();
-        if site.source() == Some(path.as_path()) || path == root.join(crate::http::CONFIG_FILE) {
+        if site.source() == Some(path.as_path())
+            || path == root.join(crate::http::CONFIG_FILE)
+            || site.is_private(&path)
+        {
+            // Never exported, nor named: what `serve` refuses (a link to
+            // such a file is refused by the server when asked).
             continue;
         }
         let Ok(rel) = path.strip_prefix(root) else {
@@ -891,14 +999,8 @@ async fn run(ctx: &Ctx, job: Job) -> Done {
     if let Some(other) = clash {
         return fail(0, format!("{file} is written for {other} with other bytes"));
     }
-    let target = ctx.out.join(&file);
-    if let Some(parent) = target.parent() {
-        if let Err(e) = std::fs::create_dir_all(parent) {
-            return fail(0, format!("{}: {e}", parent.display()));
-        }
-    }
-    if let Err(e) = std::fs::write(&target, &body) {
-        return fail(0, format!("{}: {e}", target.display()));
+    if let Err(e) = write_inside(&ctx.out, &file, &body) {
+        return fail(0, format!("{}: {e}", ctx.out.join(&file).display()));
     }
     Done::Written {
         entry: Entry {

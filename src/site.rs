@@ -38,6 +38,7 @@ mod esql;
 mod filters;
 mod format;
 mod limits;
+mod private;
 mod references;
 mod shared_cache;
 mod sources;
@@ -188,6 +189,11 @@ pub struct Location {
     /// The dynamic source that answers every URL here (`provider`; None:
     /// the file tree).
     pub source: Option<crate::dynamic::Mount>,
+    /// Nothing here is served (`private = true`, 404), nor read by any
+    /// load (the prefix's files are in the private set).
+    pub private: bool,
+    /// Program files here are served as static files (`serve-programs`).
+    pub serve_programs: bool,
     /// Hash of everything above that can change output.
     pub hash: ContentHash,
 }
@@ -206,7 +212,9 @@ pub struct SiteConfig {
     /// Problems that do not stop the site (a filter's program that cannot
     /// be run yet): warned about at load, refused by `axle check`.
     problems: Vec<ConfigError>,
-    /// Directories never served (an `esql` SQLite database's).
+    /// Paths under the root never served nor read (an `esql` SQLite
+    /// database's directory, a `private` location's files, program
+    /// files): with the file itself, [`SiteConfig::private_set`].
     private: Vec<PathBuf>,
 }
 
@@ -225,10 +233,26 @@ impl SiteConfig {
         }
     }
 
-    /// Is `path` (canonical) in a directory never served (an `esql`
-    /// SQLite database's), or that directory itself?
+    /// Is `path` (canonical) private: the configuration file, in an
+    /// `esql` SQLite database's directory, under a `private` location, or
+    /// a program file (see [`SiteConfig::private_set`])?
     pub fn is_private(&self, path: &Path) -> bool {
-        self.private.iter().any(|dir| path.starts_with(dir))
+        self.source() == Some(path) || self.private.iter().any(|dir| path.starts_with(dir))
+    }
+
+    /// What confinement refuses for this configuration, as it refuses
+    /// `axle.toml`: the file itself, the `esql` SQLite databases'
+    /// directories, every `private = true` location's directory, and the
+    /// program files (a `command` provider's or a filter's argv entries
+    /// that name files under the root), except those under a location
+    /// with `serve-programs = true`.
+    pub fn private_set(&self) -> crate::provider::PrivateSet {
+        crate::provider::PrivateSet::new(
+            self.private
+                .iter()
+                .cloned()
+                .chain(self.source.iter().cloned()),
+        )
     }
 
     /// The `[limits]` the file sets.
@@ -292,6 +316,14 @@ impl SiteConfig {
         mut registry: Registry,
         root: &Path,
     ) -> Result<SiteConfig, ConfigError> {
+        // One spelling of the root for everything below (`samples`,
+        // `./samples/`, a link to it): what is private is compared with
+        // canonical paths.
+        let canonical_root = root
+            .canonicalize()
+            .or_else(|_| std::path::absolute(root))
+            .unwrap_or_else(|_| root.to_path_buf());
+        let root = canonical_root.as_path();
         let spans = Spans::parse(text);
         let format: FileFormat =
             toml::from_str(text).map_err(|e| serde_error(file, text, &spans, &e))?;
@@ -306,7 +338,8 @@ impl SiteConfig {
             };
             filters::register(mime, filter, &mut registry, root, &here, &mut problems)?;
         }
-        let private = esql::register(&format.esql, &mut registry, root, file, text, &spans)?;
+        let mut private = esql::register(&format.esql, &mut registry, root, file, text, &spans)?;
+        let programs = private::program_candidates(&format, root);
         let mut sections = Vec::new();
         for (prefix, section) in format.location {
             let here = Here {
@@ -315,8 +348,10 @@ impl SiteConfig {
                 spans: &spans,
                 section: join("location", &prefix),
             };
+            private::check_location(&section, &prefix, &here)?;
             sections.push(validate(prefix, section, &registry, root, &here)?);
         }
+        private.extend(private::location_paths(&sections, root));
         // Outermost first: shorter prefixes contain longer ones.
         sections.sort_by(|a, b| {
             a.prefix
@@ -348,7 +383,7 @@ impl SiteConfig {
             }
             None => SharedCacheFile::default(),
         };
-        Ok(SiteConfig {
+        let mut site = SiteConfig {
             sections,
             registry,
             limits,
@@ -357,7 +392,10 @@ impl SiteConfig {
             merged: Arc::default(),
             problems,
             private,
-        })
+        };
+        let programs = private::programs_not_served(&site, programs, root);
+        site.private.extend(programs);
+        Ok(site)
     }
 
     /// The prefixes of the locations whose documents come from a dynamic
@@ -452,6 +490,8 @@ impl SiteConfig {
             media_rules: vec![MediaRule::wap()],
             registry: Arc::new(self.registry.clone()),
             source: None,
+            private: false,
+            serve_programs: false,
             hash: ContentHash::of(b""),
         };
         for &i in matched {
@@ -539,6 +579,12 @@ impl SiteConfig {
             if let Some(source) = &s.source {
                 l.source = source.clone();
             }
+            if r.private == Some(true) {
+                l.private = true;
+            }
+            if let Some(v) = r.serve_programs {
+                l.serve_programs = v;
+            }
             if let Some(types) = &s.types {
                 for (mime, lang) in types {
                     // Names were checked against the registry at load.
@@ -594,6 +640,7 @@ fn location_hash(l: &Location) -> ContentHash {
         Some(mount) => k.str(&mount.prefix).str(&mount.provider.describe()),
         None => k.str("files"),
     };
+    k.u64(u64::from(l.private));
     k.finish_hash()
 }
 

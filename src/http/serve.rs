@@ -81,6 +81,10 @@ pub async fn serve_app(app: Arc<App>, config: &ServeConfig) -> std::io::Result<(
     let threads = io_threads(config.io_threads);
     tracing::info!(%addr, root = %app.pipeline.provider().root().display(), cache = %config.cache_mode, io_threads = threads, "axle serving");
     spawn_reloader(Arc::clone(&app));
+    if config.freshness == crate::config::Freshness::Watch {
+        // A deploy's swap of a symlinked root, followed with no signal.
+        super::root_watch::spawn(Arc::clone(&app));
+    }
     // One task hears the signal and tells every listener at once.
     let (stop, stopped) = tokio::sync::watch::channel(false);
     if let Some(admin_addr) = config.admin {

@@ -6,6 +6,7 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
 use super::ProviderError;
+use super::root::PrivateSet;
 use crate::cache::Fingerprints;
 
 /// A path that exists, was canonicalized (symlinks resolved) and lies inside
@@ -233,10 +234,23 @@ pub fn confine(
     url_path: &str,
     fingerprints: &Fingerprints,
 ) -> Result<ConfinedPath, ProviderError> {
+    confine_in(root, &PrivateSet::NONE, url_path, fingerprints)
+}
+
+/// [`confine`], refusing the `private` paths as it refuses `axle.toml`
+/// (NotFound, under any spelling: percent-encoded, through a link into
+/// them, a link inside them): what [`FileProvider`](super::FileProvider)
+/// and [`RootResolver`](super::RootResolver) confine with.
+pub(crate) fn confine_in(
+    root: &Path,
+    private: &PrivateSet,
+    url_path: &str,
+    fingerprints: &Fingerprints,
+) -> Result<ConfinedPath, ProviderError> {
     let decoded = percent_encoding::percent_decode_str(url_path)
         .decode_utf8()
         .map_err(|_| ProviderError::NotFound(url_path.to_string()))?;
-    confine_decoded(root, &decoded, url_path, fingerprints)
+    confine_decoded(root, private, &decoded, url_path, fingerprints)
 }
 
 /// [`confine`], except that a path naming no file is confined too, as a
@@ -250,14 +264,25 @@ pub fn confine_optional(
     url_path: &str,
     fingerprints: &Fingerprints,
 ) -> Result<ConfinedPath, ProviderError> {
-    match confine(root, url_path, fingerprints) {
-        Err(ProviderError::NotFound(_)) => confine_missing(root, url_path, fingerprints),
+    confine_optional_in(root, &PrivateSet::NONE, url_path, fingerprints)
+}
+
+/// [`confine_optional`] refusing the `private` paths too.
+pub(crate) fn confine_optional_in(
+    root: &Path,
+    private: &PrivateSet,
+    url_path: &str,
+    fingerprints: &Fingerprints,
+) -> Result<ConfinedPath, ProviderError> {
+    match confine_in(root, private, url_path, fingerprints) {
+        Err(ProviderError::NotFound(_)) => confine_missing(root, private, url_path, fingerprints),
         other => other,
     }
 }
 
 fn confine_missing(
     root: &Path,
+    private: &PrivateSet,
     url_path: &str,
     fingerprints: &Fingerprints,
 ) -> Result<ConfinedPath, ProviderError> {
@@ -271,11 +296,14 @@ fn confine_missing(
     };
     // Something there that confinement refused (a dangling or looping
     // link, the site configuration) stays refused.
-    if is_site_config(&joined) || std::fs::symlink_metadata(&joined).is_ok() {
+    if is_site_config(&joined)
+        || private.contains(&joined)
+        || std::fs::symlink_metadata(&joined).is_ok()
+    {
         return Err(not_found());
     }
     let dir = fingerprints.canonicalize(parent).map_err(|_| not_found())?;
-    if !dir.is_dir() {
+    if !dir.is_dir() || private.contains(&dir) {
         return Err(not_found());
     }
     unread(root, dir.join(name), url_path)
@@ -311,8 +339,18 @@ pub fn confine_url(
     url: &str,
     fingerprints: &Fingerprints,
 ) -> Result<ConfinedPath, ProviderError> {
+    confine_url_in(root, &PrivateSet::NONE, url, fingerprints)
+}
+
+/// [`confine_url`] refusing the `private` paths too.
+pub(crate) fn confine_url_in(
+    root: &Path,
+    private: &PrivateSet,
+    url: &str,
+    fingerprints: &Fingerprints,
+) -> Result<ConfinedPath, ProviderError> {
     let rel = url_path(root, url)?;
-    confine_decoded(root, &rel, url, fingerprints)
+    confine_decoded(root, private, &rel, url, fingerprints)
 }
 
 /// Where the file a load's URL names would be under `root`, with no
@@ -390,6 +428,7 @@ fn joined(root: &Path, decoded: &str, original: &str) -> Result<PathBuf, Provide
 
 fn confine_decoded(
     root: &Path,
+    private: &PrivateSet,
     decoded: &str,
     original: &str,
     fingerprints: &Fingerprints,
@@ -402,7 +441,11 @@ fn confine_decoded(
     let Ok(inside) = abs.strip_prefix(root) else {
         return Err(ProviderError::Outside(original.to_string()));
     };
-    if is_site_config(&joined) || is_site_config(&abs) {
+    if is_site_config(&joined)
+        || is_site_config(&abs)
+        || private.contains(&joined)
+        || private.contains(&abs)
+    {
         return Err(ProviderError::NotFound(original.to_string()));
     }
     let rel = rel_of(inside);

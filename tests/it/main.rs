@@ -22,6 +22,7 @@ mod freshness;
 mod http;
 mod limits_http;
 mod limits_render;
+mod private_files;
 mod links;
 mod metrics;
 mod redis_support;
