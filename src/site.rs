@@ -216,6 +216,10 @@ pub struct SiteConfig {
     /// database's directory, a `private` location's files, program
     /// files): with the file itself, [`SiteConfig::private_set`].
     private: Vec<PathBuf>,
+    /// Program files (a `command` provider's or a filter's argv entries
+    /// that name files under the root, unless `serve-programs`): never
+    /// served, but read by the stages that run them.
+    programs: Vec<PathBuf>,
 }
 
 impl SiteConfig {
@@ -230,6 +234,7 @@ impl SiteConfig {
             merged: Arc::default(),
             problems: Vec::new(),
             private: Vec::new(),
+            programs: Vec::new(),
         }
     }
 
@@ -237,15 +242,17 @@ impl SiteConfig {
     /// `esql` SQLite database's directory, under a `private` location, or
     /// a program file (see [`SiteConfig::private_set`])?
     pub fn is_private(&self, path: &Path) -> bool {
-        self.source() == Some(path) || self.private.iter().any(|dir| path.starts_with(dir))
+        self.source() == Some(path)
+            || self.private.iter().any(|dir| path.starts_with(dir))
+            || self.programs.iter().any(|p| p == path)
     }
 
     /// What confinement refuses for this configuration, as it refuses
     /// `axle.toml`: the file itself, the `esql` SQLite databases'
-    /// directories, every `private = true` location's directory, and the
-    /// program files (a `command` provider's or a filter's argv entries
-    /// that name files under the root), except those under a location
-    /// with `serve-programs = true`.
+    /// directories, every `private = true` location's directory. Program
+    /// files are not in it (a filter's script is also its stylesheet's
+    /// href, read by the stage that runs it): they are refused where a
+    /// URL is served ([`SiteConfig::is_private`]).
     pub fn private_set(&self) -> crate::provider::PrivateSet {
         crate::provider::PrivateSet::new(
             self.private
@@ -392,9 +399,9 @@ impl SiteConfig {
             merged: Arc::default(),
             problems,
             private,
+            programs: Vec::new(),
         };
-        let programs = private::programs_not_served(&site, programs, root);
-        site.private.extend(programs);
+        site.programs = private::programs_not_served(&site, programs, root);
         Ok(site)
     }
 

@@ -167,12 +167,13 @@ impl App {
         let _one_at_a_time = self.reloading.lock().unwrap_or_else(|p| p.into_inner());
         let files = self.pipeline.provider();
         let old_root = files.root().to_path_buf();
-        let root = crate::provider::resolve_root(files.configured_root()).map_err(|e| ConfigError {
-            file: files.configured_root().to_path_buf(),
-            line: None,
-            key: "(root)".into(),
-            message: e.to_string(),
-        })?;
+        let root =
+            crate::provider::resolve_root(files.configured_root()).map_err(|e| ConfigError {
+                file: files.configured_root().to_path_buf(),
+                line: None,
+                key: "(root)".into(),
+                message: e.to_string(),
+            })?;
         let current = self.site();
         let fresh = match current.source() {
             Some(path) => {

@@ -8,7 +8,9 @@ use bytes::Bytes;
 
 use super::confine::{confine_in, confine_optional_in, confine_url_in};
 use super::root::{PrivateSet, RootState, SharedRoot, resolve_root};
-use super::{ConfinedPath, Located, Provider, ProviderError, ResourceKind, Source, lexical_url_path};
+use super::{
+    ConfinedPath, Located, Provider, ProviderError, ResourceKind, Source, lexical_url_path,
+};
 use crate::cache::{ContentHash, Dep, Fingerprints};
 use crate::ffi::{Loaded, Resolver};
 

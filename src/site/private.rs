@@ -1,10 +1,12 @@
-//! What the configuration makes private: the paths under the root that
-//! confinement refuses for every kind of read, as it refuses `axle.toml`
-//! (docs/security.md, "Private files"). Besides the `esql` databases'
-//! directories (`esql.rs`): a location's `private = true` (its whole
-//! prefix), and program files, the argv entries of a `command` provider
-//! or a filter that name files under the root, unless a location with
-//! `serve-programs = true` covers them.
+//! What the configuration makes private (docs/security.md, "Private
+//! files"): the paths under the root that confinement refuses for every
+//! kind of read, as it refuses `axle.toml`: besides the `esql` databases'
+//! directories (`esql.rs`), a location's `private = true` (its whole
+//! prefix). And program files, the argv entries of a `command` provider
+//! or a filter that name files under the root: never served (static,
+//! passthru) unless a location with `serve-programs = true` covers them,
+//! but read by the stage that runs them (a filter's script is also the
+//! href of the PI that names it).
 
 use std::path::{Path, PathBuf};
 

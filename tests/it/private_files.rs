@@ -1,9 +1,11 @@
 //! Issue #36 row 6 and row 8 (program files): what the configuration makes
 //! private (an `esql` database directory, a `private = true` location,
-//! the programs a `command` provider or a filter runs) is refused by the
-//! loader for every kind of read (the request URL, an external entity,
-//! `document()`, an XInclude, a stylesheet href, passthru), under every
-//! spelling, as `axle.toml` is; and the set follows the file on SIGHUP.
+//! is refused by the loader for every kind of read (the request URL, an
+//! external entity, `document()`, an XInclude, a stylesheet href,
+//! passthru), under every spelling, as `axle.toml` is; the programs a
+//! `command` provider or a filter runs are never served (nor passthru)
+//! unless a location says `serve-programs`; the set follows the file on
+//! SIGHUP.
 
 use std::path::{Path, PathBuf};
 
@@ -56,7 +58,6 @@ fn site(config: &str) -> (tempfile::TempDir, PathBuf) {
         "/alias/secret.xml",
         "/internal/secret.xml",
         "/internal/./secret.xml",
-        "/programs/run.sh",
         "/linked-secret.xml",
         "/public/open.xml",
     ];
@@ -66,9 +67,7 @@ fn site(config: &str) -> (tempfile::TempDir, PathBuf) {
         .collect();
     write(
         "loads.xml",
-        &format!(
-            "<?xml-stylesheet href=\"/s/copy.xsl\" type=\"text/xsl\"?>\n<doc>{loads}</doc>"
-        ),
+        &format!("<?xml-stylesheet href=\"/s/copy.xsl\" type=\"text/xsl\"?>\n<doc>{loads}</doc>"),
     );
     // Entities and an XInclude.
     write(
@@ -207,7 +206,10 @@ async fn a_location_may_serve_its_program_files() {
 #[test]
 fn private_is_validated_at_load() {
     for (config, says) in [
-        ("[location.\"/x\"]\nprivate = false\n", "true is the only value"),
+        (
+            "[location.\"/x\"]\nprivate = false\n",
+            "true is the only value",
+        ),
         ("[location.\"/\"]\nprivate = true\n", "whole root"),
         (
             "[location.\"/x\"]\nprivate = true\nprovider = { type = \"post\" }\n",
