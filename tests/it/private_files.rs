@@ -247,3 +247,20 @@ async fn the_private_set_follows_a_reload() {
     server.app.reload().unwrap();
     assert_eq!(server.get("/public/open.xml").await.status, 200);
 }
+
+/// The esql database directory alone (a configuration today's keys
+/// accept): refused to `document()`, entities and XInclude alike.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_esql_directory_is_refused_to_every_load() {
+    let (_dir, root) = site("[esql.book]\nurl = \"sqlite:db/book.sqlite\"\n");
+    for mode in MODES {
+        let server = start(&root, mode).await;
+        for page in ["/loads.xml", "/entity.xml", "/include.xml"] {
+            let r = server.get(page).await;
+            assert!(!r.text().contains("DB-SECRET"), "{mode} {page}: {}", r.text());
+        }
+        for path in ["/db/secret.xml", "/alias/secret.xml", "/linked-secret.xml"] {
+            assert_eq!(server.get(path).await.status, 404, "{path}");
+        }
+    }
+}
