@@ -257,7 +257,11 @@ async fn the_esql_directory_is_refused_to_every_load() {
         let server = start(&root, mode).await;
         for page in ["/loads.xml", "/entity.xml", "/include.xml"] {
             let r = server.get(page).await;
-            assert!(!r.text().contains("DB-SECRET"), "{mode} {page}: {}", r.text());
+            assert!(
+                !r.text().contains("DB-SECRET"),
+                "{mode} {page}: {}",
+                r.text()
+            );
         }
         for path in ["/db/secret.xml", "/alias/secret.xml", "/linked-secret.xml"] {
             assert_eq!(server.get(path).await.status, 404, "{path}");
