@@ -110,11 +110,6 @@ impl App {
         // from the first request on.
         let files = pipeline.provider();
         files.set_root(files.root().to_path_buf(), site.private_set());
-        tracing::info!(
-            root = %files.configured_root().display(),
-            serving = %files.root().display(),
-            "document root"
-        );
         Ok(Arc::new(App {
             pipeline,
             registry,

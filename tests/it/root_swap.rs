@@ -96,8 +96,12 @@ async fn sighup_follows_a_swapped_root_and_the_old_release_may_go() {
     let text = std::fs::read_to_string(&log).unwrap();
     let one = base.join("releases/1").display().to_string();
     let two = base.join("releases/2").display().to_string();
-    let start_line = text.lines().find(|l| l.contains("document root")).unwrap();
+    let start_line = text.lines().find(|l| l.contains("axle serving")).unwrap();
     assert!(start_line.contains(&one), "{text}");
+    assert!(
+        start_line.contains(&base.join("current").display().to_string()),
+        "the configured root: {start_line}"
+    );
     let changed = text
         .lines()
         .find(|l| l.contains("document root changed"))
