@@ -1018,3 +1018,58 @@ async fn run(ctx: &Ctx, job: Job) -> Done {
         bytes: body.len() as u64,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_plain_relative_paths_are_inside_the_output() {
+        for good in ["a.html", "articles/x.xml.html", "a/b/c"] {
+            assert_eq!(inside_out(good), Some(PathBuf::from(good)), "{good}");
+        }
+        for bad in ["", "../x", "a/../../x", "/tmp/x", "./a", "a\0b"] {
+            assert_eq!(inside_out(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_write_replaces_a_link_and_a_delete_never_passes_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        std::fs::create_dir(&out).unwrap();
+        let out = out.canonicalize().unwrap();
+        let outside = dir.path().join("outside.txt");
+        std::fs::write(&outside, "OUTSIDE").unwrap();
+        let outside_dir = dir.path().join("outside-dir");
+        std::fs::create_dir(&outside_dir).unwrap();
+        std::fs::write(outside_dir.join("f.txt"), "OUTSIDE").unwrap();
+        std::os::unix::fs::symlink(&outside, out.join("page.html")).unwrap();
+        std::os::unix::fs::symlink(&outside_dir, out.join("sub")).unwrap();
+
+        // A delete through the linked directory does nothing.
+        remove_inside(&out, "sub/f.txt");
+        assert!(outside_dir.join("f.txt").exists());
+
+        write_inside(&out, "page.html", b"PAGE").unwrap();
+        write_inside(&out, "sub/f.txt", b"PAGE").unwrap();
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "OUTSIDE");
+        assert_eq!(
+            std::fs::read_to_string(outside_dir.join("f.txt")).unwrap(),
+            "OUTSIDE"
+        );
+        assert_eq!(
+            std::fs::read_to_string(out.join("page.html")).unwrap(),
+            "PAGE"
+        );
+        assert!(!out.join("sub").is_symlink());
+        assert!(write_inside(&out, "../escape.txt", b"x").is_err());
+        assert!(!dir.path().join("escape.txt").exists());
+        // No temporary file is left behind.
+        let names: Vec<_> = std::fs::read_dir(&out)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 2, "{names:?}");
+    }
+}

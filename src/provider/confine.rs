@@ -552,6 +552,65 @@ mod tests {
         ));
     }
 
+    /// The private set is refused as `axle.toml` is, under every
+    /// spelling: percent-encoded, dotted, `file:///`, absolute, a link
+    /// into it, a link inside it, a missing name in it; its neighbours
+    /// are not.
+    #[test]
+    fn the_private_set_is_refused_under_every_spelling() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir(root.join("db")).unwrap();
+        std::fs::write(root.join("db/x.xml"), "<x/>").unwrap();
+        std::fs::write(root.join("dbx.xml"), "<x/>").unwrap();
+        std::fs::write(root.join("public.xml"), "<x/>").unwrap();
+        std::os::unix::fs::symlink("db", root.join("alias")).unwrap();
+        std::os::unix::fs::symlink("db/x.xml", root.join("link.xml")).unwrap();
+        std::os::unix::fs::symlink("../public.xml", root.join("db/out.xml")).unwrap();
+        let private = PrivateSet::new([root.join("db")]);
+        let f = Fingerprints::new(16);
+        for url in [
+            "/db/x.xml",
+            "/d%62/x.xml",
+            "/./db//x.xml",
+            "/alias/x.xml",
+            "/link.xml",
+            "/db/out.xml",
+            "/db",
+        ] {
+            assert!(
+                matches!(
+                    confine_in(&root, &private, url, &f),
+                    Err(ProviderError::NotFound(_))
+                ),
+                "{url}"
+            );
+            // Without the set, each is a file (or the directory) there.
+            assert!(confine(&root, url, &f).is_ok(), "{url}");
+        }
+        let abs = root.join("db/x.xml").display().to_string();
+        for url in ["file:///db/x.xml", "file:///d%62/x.xml", abs.as_str()] {
+            assert!(
+                matches!(
+                    confine_url_in(&root, &private, url, &f),
+                    Err(ProviderError::NotFound(_))
+                ),
+                "{url}"
+            );
+        }
+        assert!(matches!(
+            confine_optional_in(&root, &private, "/db/new.xml", &f),
+            Err(ProviderError::NotFound(_))
+        ));
+        assert!(matches!(
+            confine_optional_in(&root, &private, "/alias/new.xml", &f),
+            Err(ProviderError::NotFound(_))
+        ));
+        for url in ["/dbx.xml", "/public.xml"] {
+            assert!(confine_in(&root, &private, url, &f).is_ok(), "{url}");
+        }
+    }
+
     fn confine_url_plain(root: &Path, url: &str) -> Result<ConfinedPath, ProviderError> {
         confine_url(root, url, &Fingerprints::new(16))
     }
