@@ -268,3 +268,54 @@ async fn the_esql_directory_is_refused_to_every_load() {
         }
     }
 }
+
+/// `axle render` reads through the same private set as `serve`, whatever
+/// the spelling of `--root`.
+#[test]
+fn render_never_reads_a_private_file() {
+    let (dir, root) = site(CONFIG);
+    std::os::unix::fs::symlink(&root, dir.path().join("link")).unwrap();
+    for spelling in ["root", "./root/", "link"] {
+        let out = crate::support::axle()
+            .current_dir(dir.path())
+            .args(["render", "--root", spelling])
+            .arg(root.join("loads.xml"))
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{spelling}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_no_secret(&stdout, spelling);
+        assert!(stdout.contains("PUBLIC-OK"), "{spelling}: {stdout}");
+        let out = crate::support::axle()
+            .current_dir(dir.path())
+            .args(["render", "--root", spelling])
+            .arg(root.join("internal/secret.xml"))
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{spelling}: a private file rendered");
+        assert_no_secret(&String::from_utf8_lossy(&out.stdout), spelling);
+    }
+}
+
+/// `axle check` names a configured stylesheet that is private.
+#[test]
+fn check_names_a_private_stylesheet() {
+    let config = format!(
+        "{CONFIG}\n[[location.\"/public\".processor]]\ntype = \"text/xsl\"\nhref = \"/internal/steal.xsl\"\n"
+    );
+    let (_dir, root) = site(&config);
+    let site =
+        axle::site::SiteConfig::load_in(&root.join("axle.toml"), axle::Registry::default(), &root)
+            .unwrap();
+    let problems = site.check_references(&root);
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.message.contains("/internal/steal.xsl is a private file")),
+        "{problems:?}"
+    );
+}
