@@ -491,8 +491,11 @@ fn directories_inside(out: &Path, file: &Path) -> std::io::Result<PathBuf> {
         dir.push(part);
         match std::fs::symlink_metadata(&dir) {
             Ok(meta) if meta.file_type().is_symlink() => {
-                std::fs::remove_file(&dir)?;
-                std::fs::create_dir(&dir)?;
+                match std::fs::remove_file(&dir) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+                    _ => {}
+                }
+                create_dir(&dir)?;
             }
             Ok(meta) if meta.is_dir() => {}
             Ok(_) => {
@@ -501,11 +504,25 @@ fn directories_inside(out: &Path, file: &Path) -> std::io::Result<PathBuf> {
                     dir.display()
                 )));
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::fs::create_dir(&dir)?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => create_dir(&dir)?,
             Err(e) => return Err(e),
         }
     }
     Ok(out.join(file))
+}
+
+/// Creates the directory `dir`; one another page's job made meanwhile (the
+/// jobs run at once) is as good, when it is a real directory.
+fn create_dir(dir: &Path) -> std::io::Result<()> {
+    match std::fs::create_dir(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            match std::fs::symlink_metadata(dir) {
+                Ok(meta) if meta.is_dir() => Ok(()),
+                _ => Err(e),
+            }
+        }
+        other => other,
+    }
 }
 
 /// Writes `bytes` to `file` (relative) inside `out` (canonical), never
