@@ -7,7 +7,7 @@
 //! private set and files, nothing remembered of the old one.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use inotify::{Inotify, WatchMask};
 
@@ -39,6 +39,9 @@ pub(crate) fn spawn(app: Arc<App>) {
             return;
         }
     };
+    // Weak: the watch does not keep a stopped server alive; it ends at the
+    // first event after the server is gone.
+    let app: Weak<App> = Arc::downgrade(&app);
     let spawned = std::thread::Builder::new()
         .name("axle-root-watch".into())
         .spawn(move || {
@@ -55,6 +58,9 @@ pub(crate) fn spawn(app: Arc<App>) {
                     .filter_map(|e| e.name.map(|n| n.to_os_string()))
                     .any(|n| n == name);
                 if ours {
+                    let Some(app) = app.upgrade() else {
+                        return;
+                    };
                     follow(&app);
                 }
             }
