@@ -195,9 +195,11 @@ impl App {
         let changed = root != old_root;
         files.set_root(root, private);
         if changed {
+            // The fields of the start line ("axle serving"): the root
+            // served, the root as configured; and the one served before.
             tracing::info!(
-                root = %files.configured_root().display(),
-                serving = %files.root().display(),
+                root = %files.root().display(),
+                configured = %files.configured_root().display(),
                 previous = %old_root.display(),
                 "document root changed"
             );
