@@ -312,11 +312,15 @@ pub async fn export(server: &Server, out: &Path, terminal: bool) -> Result<Repor
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or_default();
-    let previous_pages = if previous.site == site_hash {
+    let mut previous_pages = if previous.site == site_hash {
         previous.pages
     } else {
         BTreeMap::new()
     };
+    // The state is a file anyone with the folder may edit: a page whose
+    // file is not a plain relative path inside it is forgotten, never
+    // kept, never deleted.
+    previous_pages.retain(|_, page| inside_out(&page.file).is_some());
 
     let mut report = Report::default();
     let dynamic = site.dynamic_prefixes();
@@ -421,7 +425,7 @@ pub async fn export(server: &Server, out: &Path, terminal: bool) -> Result<Repor
     let live: HashSet<&str> = pages.values().map(|p| p.file.as_str()).collect();
     for old in previous_pages.values() {
         if !live.contains(old.file.as_str()) {
-            let _ = std::fs::remove_file(out.join(&old.file));
+            remove_inside(&out, &old.file);
         }
     }
     report
@@ -430,9 +434,10 @@ pub async fn export(server: &Server, out: &Path, terminal: bool) -> Result<Repor
     report.rendered.sort();
     report.kept.sort();
     report.skipped.sort();
-    write_json(&out.join(MANIFEST), &report.entries)?;
+    write_json(&out, MANIFEST, &report.entries)?;
     write_json(
-        &state_path,
+        &out,
+        STATE,
         &State {
             site: site_hash,
             pages,
@@ -448,13 +453,128 @@ pub async fn export(server: &Server, out: &Path, terminal: bool) -> Result<Repor
     }
 }
 
-fn write_json(path: &Path, value: &impl Serialize) -> Result<(), ExportError> {
+fn write_json(out: &Path, name: &str, value: &impl Serialize) -> Result<(), ExportError> {
+    let path = out.join(name);
     let mut text = serde_json::to_vec_pretty(value).map_err(|source| ExportError::Json {
-        path: path.to_path_buf(),
+        path: path.clone(),
         source,
     })?;
     text.push(b'\n');
-    std::fs::write(path, text).map_err(io(path))
+    write_inside(out, name, &text).map_err(io(&path))
+}
+
+/// `file` (a path the build writes, relative to the output folder) as
+/// components that stay inside it: relative, no `..`, no `.`, not empty.
+/// None for anything else (an edited state naming `../x` or `/tmp/x`).
+fn inside_out(file: &str) -> Option<PathBuf> {
+    let path = Path::new(file);
+    let mut inside = PathBuf::new();
+    for part in path.components() {
+        match part {
+            std::path::Component::Normal(name) => inside.push(name),
+            _ => return None,
+        }
+    }
+    (!inside.as_os_str().is_empty() && !file.contains('\0')).then_some(inside)
+}
+
+/// The directories on the way to `file` under `out` (canonical) exist as
+/// real directories: a symlink there is replaced by a directory (never
+/// followed out of the folder), anything else in the way is an error.
+fn directories_inside(out: &Path, file: &Path) -> std::io::Result<PathBuf> {
+    let mut dir = out.to_path_buf();
+    let parts: Vec<_> = file.components().collect();
+    let Some((_, parents)) = parts.split_last() else {
+        return Err(std::io::Error::other("an empty file name"));
+    };
+    for part in parents {
+        dir.push(part);
+        match std::fs::symlink_metadata(&dir) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                match std::fs::remove_file(&dir) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+                    _ => {}
+                }
+                create_dir(&dir)?;
+            }
+            Ok(meta) if meta.is_dir() => {}
+            Ok(_) => {
+                return Err(std::io::Error::other(format!(
+                    "{} is in the way (not a directory)",
+                    dir.display()
+                )));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => create_dir(&dir)?,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(out.join(file))
+}
+
+/// Creates the directory `dir`; one another page's job made meanwhile (the
+/// jobs run at once) is as good, when it is a real directory.
+fn create_dir(dir: &Path) -> std::io::Result<()> {
+    match std::fs::create_dir(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            match std::fs::symlink_metadata(dir) {
+                Ok(meta) if meta.is_dir() => Ok(()),
+                _ => Err(e),
+            }
+        }
+        other => other,
+    }
+}
+
+/// Writes `bytes` to `file` (relative) inside `out` (canonical), never
+/// through a symlink: into a new temporary file beside it (`create_new`
+/// follows no link), renamed over the name, which replaces a link there
+/// instead of writing to where it points.
+fn write_inside(out: &Path, file: &str, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    static UNIQUE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let rel = inside_out(file)
+        .ok_or_else(|| std::io::Error::other(format!("{file} is not a path inside the output")))?;
+    let target = directories_inside(out, &rel)?;
+    let name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let n = UNIQUE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let temp = target.with_file_name(format!(".{name}.axle-{}-{n}", std::process::id()));
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&temp)
+        .and_then(|mut f| f.write_all(bytes));
+    match written.and_then(|()| std::fs::rename(&temp, &target)) {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let _ = std::fs::remove_file(&temp);
+            Err(e)
+        }
+    }
+}
+
+/// Removes `file` (relative) inside `out` (canonical) when every
+/// directory on its way is a real one there (a link on the way could lead
+/// out of the folder); a link at the name itself is removed, not what it
+/// points to.
+fn remove_inside(out: &Path, file: &str) {
+    let Some(rel) = inside_out(file) else {
+        return;
+    };
+    let mut dir = out.to_path_buf();
+    let parts: Vec<_> = rel.components().collect();
+    if let Some((_, parents)) = parts.split_last() {
+        for part in parents {
+            dir.push(part);
+            match std::fs::symlink_metadata(&dir) {
+                Ok(meta) if meta.is_dir() => {}
+                _ => return,
+            }
+        }
+    }
+    let _ = std::fs::remove_file(out.join(rel));
 }
 
 /// URL-path characters left as they are (RFC 3986's unreserved); the rest
@@ -486,7 +606,12 @@ fn walk(app: &App, root: &Path, dir: &Path, jobs: &mut Vec<Job>) -> Result<(), E
             continue;
         }
         let path = entry.path();
-        if site.source() == Some(path.as_path()) || path == root.join(crate::http::CONFIG_FILE) {
+        if site.source() == Some(path.as_path())
+            || path == root.join(crate::http::CONFIG_FILE)
+            || site.is_private(&path)
+        {
+            // Never exported, nor named: what `serve` refuses (a link to
+            // such a file is refused by the server when asked).
             continue;
         }
         let Ok(rel) = path.strip_prefix(root) else {
@@ -891,14 +1016,8 @@ async fn run(ctx: &Ctx, job: Job) -> Done {
     if let Some(other) = clash {
         return fail(0, format!("{file} is written for {other} with other bytes"));
     }
-    let target = ctx.out.join(&file);
-    if let Some(parent) = target.parent() {
-        if let Err(e) = std::fs::create_dir_all(parent) {
-            return fail(0, format!("{}: {e}", parent.display()));
-        }
-    }
-    if let Err(e) = std::fs::write(&target, &body) {
-        return fail(0, format!("{}: {e}", target.display()));
+    if let Err(e) = write_inside(&ctx.out, &file, &body) {
+        return fail(0, format!("{}: {e}", ctx.out.join(&file).display()));
     }
     Done::Written {
         entry: Entry {
@@ -914,5 +1033,60 @@ async fn run(ctx: &Ctx, job: Job) -> Done {
             deps,
         },
         bytes: body.len() as u64,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_plain_relative_paths_are_inside_the_output() {
+        for good in ["a.html", "articles/x.xml.html", "a/b/c"] {
+            assert_eq!(inside_out(good), Some(PathBuf::from(good)), "{good}");
+        }
+        for bad in ["", "../x", "a/../../x", "/tmp/x", "./a", "a\0b"] {
+            assert_eq!(inside_out(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_write_replaces_a_link_and_a_delete_never_passes_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        std::fs::create_dir(&out).unwrap();
+        let out = out.canonicalize().unwrap();
+        let outside = dir.path().join("outside.txt");
+        std::fs::write(&outside, "OUTSIDE").unwrap();
+        let outside_dir = dir.path().join("outside-dir");
+        std::fs::create_dir(&outside_dir).unwrap();
+        std::fs::write(outside_dir.join("f.txt"), "OUTSIDE").unwrap();
+        std::os::unix::fs::symlink(&outside, out.join("page.html")).unwrap();
+        std::os::unix::fs::symlink(&outside_dir, out.join("sub")).unwrap();
+
+        // A delete through the linked directory does nothing.
+        remove_inside(&out, "sub/f.txt");
+        assert!(outside_dir.join("f.txt").exists());
+
+        write_inside(&out, "page.html", b"PAGE").unwrap();
+        write_inside(&out, "sub/f.txt", b"PAGE").unwrap();
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "OUTSIDE");
+        assert_eq!(
+            std::fs::read_to_string(outside_dir.join("f.txt")).unwrap(),
+            "OUTSIDE"
+        );
+        assert_eq!(
+            std::fs::read_to_string(out.join("page.html")).unwrap(),
+            "PAGE"
+        );
+        assert!(!out.join("sub").is_symlink());
+        assert!(write_inside(&out, "../escape.txt", b"x").is_err());
+        assert!(!dir.path().join("escape.txt").exists());
+        // No temporary file is left behind.
+        let names: Vec<_> = std::fs::read_dir(&out)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 2, "{names:?}");
     }
 }

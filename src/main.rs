@@ -712,6 +712,9 @@ async fn render(
     let mut config = ServeConfig::new(&root);
     config.cache_mode = CacheMode::Off;
     let pipeline = Pipeline::new(&config, Registry::default()).map_err(|e| e.to_string())?;
+    // What `serve` never reads, `render` never reads either.
+    let files = pipeline.provider();
+    files.set_root(files.root().to_path_buf(), site.private_set());
     let located = pipeline
         .provider()
         .locate(&url_of(&file)?)

@@ -38,6 +38,7 @@ mod esql;
 mod filters;
 mod format;
 mod limits;
+mod private;
 mod references;
 mod shared_cache;
 mod sources;
@@ -196,6 +197,11 @@ pub struct Location {
     /// The dynamic source that answers every URL here (`provider`; None:
     /// the file tree).
     pub source: Option<crate::dynamic::Mount>,
+    /// Nothing here is served (`private = true`, 404), nor read by any
+    /// load (the prefix's files are in the private set).
+    pub private: bool,
+    /// Program files here are served as static files (`serve-programs`).
+    pub serve_programs: bool,
     /// Hash of everything above that can change output.
     pub hash: ContentHash,
 }
@@ -214,8 +220,14 @@ pub struct SiteConfig {
     /// Problems that do not stop the site (a filter's program that cannot
     /// be run yet): warned about at load, refused by `axle check`.
     problems: Vec<ConfigError>,
-    /// Directories never served (an `esql` SQLite database's).
+    /// Paths under the root never served nor read (an `esql` SQLite
+    /// database's directory, a `private` location's files, program
+    /// files): with the file itself, [`SiteConfig::private_set`].
     private: Vec<PathBuf>,
+    /// Program files (a `command` provider's or a filter's argv entries
+    /// that name files under the root, unless `serve-programs`): never
+    /// served, but read by the stages that run them.
+    programs: Vec<PathBuf>,
 }
 
 impl SiteConfig {
@@ -230,13 +242,32 @@ impl SiteConfig {
             merged: Arc::default(),
             problems: Vec::new(),
             private: Vec::new(),
+            programs: Vec::new(),
         }
     }
 
-    /// Is `path` (canonical) in a directory never served (an `esql`
-    /// SQLite database's), or that directory itself?
+    /// Is `path` (canonical) private: the configuration file, in an
+    /// `esql` SQLite database's directory, under a `private` location, or
+    /// a program file (see [`SiteConfig::private_set`])?
     pub fn is_private(&self, path: &Path) -> bool {
-        self.private.iter().any(|dir| path.starts_with(dir))
+        self.source() == Some(path)
+            || self.private.iter().any(|dir| path.starts_with(dir))
+            || self.programs.iter().any(|p| p == path)
+    }
+
+    /// What confinement refuses for this configuration, as it refuses
+    /// `axle.toml`: the file itself, the `esql` SQLite databases'
+    /// directories, every `private = true` location's directory. Program
+    /// files are not in it (a filter's script is also its stylesheet's
+    /// href, read by the stage that runs it): they are refused where a
+    /// URL is served ([`SiteConfig::is_private`]).
+    pub fn private_set(&self) -> crate::provider::PrivateSet {
+        crate::provider::PrivateSet::new(
+            self.private
+                .iter()
+                .cloned()
+                .chain(self.source.iter().cloned()),
+        )
     }
 
     /// The `[limits]` the file sets.
@@ -300,6 +331,14 @@ impl SiteConfig {
         mut registry: Registry,
         root: &Path,
     ) -> Result<SiteConfig, ConfigError> {
+        // One spelling of the root for everything below (`samples`,
+        // `./samples/`, a link to it): what is private is compared with
+        // canonical paths.
+        let canonical_root = root
+            .canonicalize()
+            .or_else(|_| std::path::absolute(root))
+            .unwrap_or_else(|_| root.to_path_buf());
+        let root = canonical_root.as_path();
         let spans = Spans::parse(text);
         let format: FileFormat =
             toml::from_str(text).map_err(|e| serde_error(file, text, &spans, &e))?;
@@ -314,7 +353,8 @@ impl SiteConfig {
             };
             filters::register(mime, filter, &mut registry, root, &here, &mut problems)?;
         }
-        let private = esql::register(&format.esql, &mut registry, root, file, text, &spans)?;
+        let mut private = esql::register(&format.esql, &mut registry, root, file, text, &spans)?;
+        let programs = private::program_candidates(&format, root);
         let mut sections = Vec::new();
         for (prefix, section) in format.location {
             let here = Here {
@@ -323,8 +363,10 @@ impl SiteConfig {
                 spans: &spans,
                 section: join("location", &prefix),
             };
+            private::check_location(&section, &prefix, &here)?;
             sections.push(validate(prefix, section, &registry, root, &here)?);
         }
+        private.extend(private::location_paths(&sections, root));
         // Outermost first: shorter prefixes contain longer ones.
         sections.sort_by(|a, b| {
             a.prefix
@@ -356,7 +398,7 @@ impl SiteConfig {
             }
             None => SharedCacheFile::default(),
         };
-        Ok(SiteConfig {
+        let mut site = SiteConfig {
             sections,
             registry,
             limits,
@@ -365,7 +407,10 @@ impl SiteConfig {
             merged: Arc::default(),
             problems,
             private,
-        })
+            programs: Vec::new(),
+        };
+        site.programs = private::programs_not_served(&site, programs, root);
+        Ok(site)
     }
 
     /// The prefixes of the locations whose documents come from a dynamic
@@ -462,6 +507,8 @@ impl SiteConfig {
             media_rules: vec![MediaRule::wap()],
             registry: Arc::new(self.registry.clone()),
             source: None,
+            private: false,
+            serve_programs: false,
             hash: ContentHash::of(b""),
         };
         for &i in matched {
@@ -553,6 +600,12 @@ impl SiteConfig {
             if let Some(source) = &s.source {
                 l.source = source.clone();
             }
+            if r.private == Some(true) {
+                l.private = true;
+            }
+            if let Some(v) = r.serve_programs {
+                l.serve_programs = v;
+            }
             if let Some(types) = &s.types {
                 for (mime, lang) in types {
                     // Names were checked against the registry at load.
@@ -608,6 +661,7 @@ fn location_hash(l: &Location) -> ContentHash {
         Some(mount) => k.str(&mount.prefix).str(&mount.provider.describe()),
         None => k.str("files"),
     };
+    k.u64(u64::from(l.private));
     k.finish_hash()
 }
 

@@ -128,12 +128,19 @@ fn path_of(text: &str) -> Option<String> {
 }
 
 /// Every `.xml` document under `root` at its URL, sorted; dot-files,
-/// `axle.toml` and locations with a dynamic source left out.
+/// `axle.toml`, locations with a dynamic source and what the server
+/// refuses (private files, `private` locations) left out.
 fn documents(root: &Path) -> Vec<String> {
-    let dynamic = crate::http::site_config_path(root, None)
-        .and_then(|p| crate::site::SiteConfig::load_in(&p, crate::Registry::default(), root).ok())
+    let site = crate::http::site_config_path(root, None)
+        .and_then(|p| crate::site::SiteConfig::load_in(&p, crate::Registry::default(), root).ok());
+    let dynamic = site
+        .as_ref()
         .map(|site| site.dynamic_prefixes())
         .unwrap_or_default();
+    let private = |path: &Path| {
+        site.as_ref()
+            .is_some_and(|site| path.canonicalize().is_ok_and(|c| site.is_private(&c)))
+    };
     let mut out = Vec::new();
     let mut dirs = vec![root.to_path_buf()];
     while let Some(dir) = dirs.pop() {
@@ -157,7 +164,7 @@ fn documents(root: &Path) -> Vec<String> {
                     continue;
                 };
                 let url = format!("/{}", rel.to_string_lossy());
-                if !dynamic.iter().any(|p| url.starts_with(p.as_str())) {
+                if !dynamic.iter().any(|p| url.starts_with(p.as_str())) && !private(&path) {
                     out.push(url);
                 }
             }

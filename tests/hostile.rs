@@ -651,6 +651,8 @@ fn build_root(to: &Path, canary: u16) {
     );
     std::os::unix::fs::symlink("/etc/passwd", to.join("passwd-link")).unwrap();
     std::os::unix::fs::symlink("/etc", to.join("etc-link")).unwrap();
+    // Issue #36 row 6: a link to a private location's directory.
+    std::os::unix::fs::symlink("private-dir", to.join("private-alias")).unwrap();
     let g = to.join("gen");
     std::fs::create_dir_all(g.join("fan")).unwrap();
     let x = "http://www.w3.org/1999/XSL/Transform";

@@ -98,7 +98,18 @@ enum Canon {
 /// Weak: the watcher's change hook holds these fingerprints.
 struct Watch {
     watcher: Weak<Watcher>,
-    root: PathBuf,
+    /// Replaced when the provider's root resolves elsewhere
+    /// ([`Fingerprints::rewatch`]).
+    root: std::sync::RwLock<Arc<Path>>,
+}
+
+impl Watch {
+    fn root(&self) -> Arc<Path> {
+        match self.root.read() {
+            Ok(r) => Arc::clone(&r),
+            Err(poisoned) => Arc::clone(&poisoned.into_inner()),
+        }
+    }
 }
 
 /// What is known about one file.
@@ -206,17 +217,29 @@ impl Fingerprints {
     pub fn watch_with(&self, watcher: &Arc<Watcher>, root: &Path) {
         let _ = self.watch.set(Watch {
             watcher: Arc::downgrade(watcher),
-            root: root.to_path_buf(),
+            root: std::sync::RwLock::new(Arc::from(root)),
         });
+    }
+
+    /// The watcher vouches for files under `root` (canonical) instead of
+    /// the root it was given (the document root resolved elsewhere); call
+    /// [`Fingerprints::clear`] with it.
+    pub fn rewatch(&self, root: &Path) {
+        if let Some(watch) = self.watch.get() {
+            match watch.root.write() {
+                Ok(mut r) => *r = Arc::from(root),
+                Err(poisoned) => *poisoned.into_inner() = Arc::from(root),
+            }
+        }
     }
 
     /// The watcher, synced (every change completed before now applied), if
     /// there is one.
-    fn synced(&self) -> Option<(Arc<Watcher>, &Path)> {
+    fn synced(&self) -> Option<(Arc<Watcher>, Arc<Path>)> {
         let watch = self.watch.get()?;
         let watcher = watch.watcher.upgrade()?;
         watcher.sync();
-        Some((watcher, &watch.root))
+        Some((watcher, watch.root()))
     }
 
     /// The current content hash of `path`: one `stat` (none when watched),
@@ -288,7 +311,7 @@ impl Fingerprints {
         let token = if stamp.hard_linked() {
             None
         } else {
-            self.token_for(known, &watcher, root, path)
+            self.token_for(known, &watcher, &root, path)
         };
         let watched = match token {
             Some(token) if Stamp::current(path).is_ok_and(|now| now == stamp) => {
@@ -365,13 +388,13 @@ impl Fingerprints {
             None => {
                 // First sighting: no watch, no sync.
                 let canonical = path.canonicalize()?;
-                self.first_sighting(&watch.root, path, &canonical);
+                self.first_sighting(&watch.root(), path, &canonical);
                 return Ok(canonical);
             }
         };
         let token = self
             .synced()
-            .and_then(|(watcher, root)| self.token_for(Some(known), &watcher, root, path));
+            .and_then(|(watcher, root)| self.token_for(Some(known), &watcher, &root, path));
         match token {
             Some(_) => Ok(path.to_path_buf()),
             None => path.canonicalize(),

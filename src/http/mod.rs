@@ -20,6 +20,7 @@ mod params;
 mod passthru;
 mod ranges;
 mod request_limits;
+mod root_watch;
 mod serve;
 mod statics;
 
@@ -72,6 +73,8 @@ pub struct App {
     access_log: Option<access_log::AccessLog>,
     /// Requests and render times per page (the status page's rankings).
     pages: pages::Pages,
+    /// Held by a reload (SIGHUP and the root watch may ask at once).
+    reloading: std::sync::Mutex<()>,
 }
 
 impl App {
@@ -107,8 +110,13 @@ impl App {
             .as_ref()
             .map(access_log::AccessLog::open)
             .transpose()?;
+        let pipeline = Pipeline::new(config, registry.clone())?;
+        // What the configuration makes private is refused by every read
+        // from the first request on.
+        let files = pipeline.provider();
+        files.set_root(files.root().to_path_buf(), site.private_set());
         Ok(Arc::new(App {
-            pipeline: Pipeline::new(config, registry.clone())?,
+            pipeline,
             registry,
             site: RwLock::new(Arc::new(site)),
             limits: ConnLimits::new(config.http).with_access_log(access_log.clone()),
@@ -118,6 +126,7 @@ impl App {
             metrics: metrics::RequestMetrics::new().map_err(std::io::Error::other)?,
             access_log,
             pages: pages::Pages::default(),
+            reloading: std::sync::Mutex::new(()),
         }))
     }
 
@@ -146,20 +155,56 @@ impl App {
         }
     }
 
-    /// Loads the configuration file again; on error the old one stays.
+    /// Resolves the root again (a symlink a deploy re-pointed is followed
+    /// to the release it names now) and loads the configuration file again
+    /// from it: the configuration, its private set and the root are put
+    /// in force together. On error the old ones stay.
     pub fn reload(&self) -> Result<(), ConfigError> {
+        let _one_at_a_time = self.reloading.lock().unwrap_or_else(|p| p.into_inner());
+        let files = self.pipeline.provider();
+        let old_root = files.root().to_path_buf();
+        let root =
+            crate::provider::resolve_root(files.configured_root()).map_err(|e| ConfigError {
+                file: files.configured_root().to_path_buf(),
+                line: None,
+                key: "(root)".into(),
+                message: e.to_string(),
+            })?;
         let current = self.site();
-        let Some(path) = current.source() else {
-            return Ok(());
+        let fresh = match current.source() {
+            Some(path) => {
+                // The root's own axle.toml is read from the root in force
+                // now; a file outside the root stays where it is.
+                let path = match path.strip_prefix(&old_root) {
+                    Ok(rel) => root.join(rel),
+                    Err(_) => path.to_path_buf(),
+                };
+                SiteConfig::load_in(&path, self.registry.clone(), &root)?
+            }
+            None if root == old_root => return Ok(()),
+            None => SiteConfig::defaults(self.registry.clone()),
         };
-        let root = self.pipeline.provider().root();
-        let mut fresh = SiteConfig::load_in(path, self.registry.clone(), root)?;
+        let mut fresh = fresh;
         for mount in &self.mounts {
             fresh.mount(mount.clone());
         }
+        let private = fresh.private_set();
         match self.site.write() {
             Ok(mut s) => *s = Arc::new(fresh),
             Err(poisoned) => *poisoned.into_inner() = Arc::new(fresh),
+        }
+        let changed = root != old_root;
+        files.set_root(root, private);
+        if changed {
+            // The fields of the start line ("axle serving"): the root
+            // served, the root as configured; and the one served before.
+            tracing::info!(
+                root = %files.root().display(),
+                configured = %files.configured_root().display(),
+                previous = %old_root.display(),
+                "document root changed"
+            );
+            self.pipeline.root_changed();
         }
         self.pipeline.clear_hot();
         Ok(())
@@ -348,6 +393,11 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
         .ok_or_else(|| HttpError::NotFound(request.uri().path().to_string()))?;
     let path = normal.url.to_string();
     let location = site.location(&normal.decoded);
+    if location.private {
+        // `private = true`: nothing under the prefix is answered (its files
+        // are refused by confinement too, for every load).
+        return Err(HttpError::NotFound(path));
+    }
     let query: Vec<(String, String)> = pairs(request.uri().query().unwrap_or(""))?;
     if let Some(mount) = &location.source {
         let path = normal.url.into_owned();
@@ -372,12 +422,9 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
     };
 
     let (located, url_style) = locate_document(provider, &path, &location)?;
-    if site
-        .source()
-        .is_some_and(|file| file == located.path.as_path())
-        || site.is_private(located.path.as_path())
-    {
-        // The configuration file is never served, whatever the spelling.
+    if site.is_private(located.path.as_path()) {
+        // Confinement refused these already (the configuration file, the
+        // private set): a second look at the one place a URL is served.
         return Err(HttpError::NotFound(path));
     }
     let located = match located.kind {

@@ -79,8 +79,15 @@ pub async fn serve_app(app: Arc<App>, config: &ServeConfig) -> std::io::Result<(
     let listener = first_listener(config.listen, config.reuse_port)?;
     let addr: SocketAddr = listener.local_addr()?;
     let threads = io_threads(config.io_threads);
-    tracing::info!(%addr, root = %app.pipeline.provider().root().display(), cache = %config.cache_mode, io_threads = threads, "axle serving");
+    // The release served: the root as configured and where it led (a
+    // reload that re-resolves it logs "document root changed").
+    let files = app.pipeline.provider();
+    tracing::info!(%addr, root = %files.root().display(), configured = %files.configured_root().display(), cache = %config.cache_mode, io_threads = threads, "axle serving");
     spawn_reloader(Arc::clone(&app));
+    if config.freshness == crate::config::Freshness::Watch {
+        // A deploy's swap of a symlinked root, followed with no signal.
+        super::root_watch::spawn(Arc::clone(&app));
+    }
     // One task hears the signal and tells every listener at once.
     let (stop, stopped) = tokio::sync::watch::channel(false);
     if let Some(admin_addr) = config.admin {

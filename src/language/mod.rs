@@ -139,7 +139,7 @@ use crate::cache::ContentHash;
 use crate::ffi::{DoctypeIds, Limits, XmlDoc, XmlError};
 use crate::href::resolve_href;
 use crate::prolog::Doctype;
-use crate::provider::{RootResolver, confine};
+use crate::provider::RootResolver;
 
 /// A kind of pipeline stage (XSLT, passthru, a plug-in).
 pub trait Language: Send + Sync + 'static {
@@ -341,7 +341,8 @@ fn read_relative(
 ) -> Result<Vec<u8>, LanguageError> {
     let url = resolve_href(base_url, href)
         .ok_or_else(|| LanguageError::Failed(format!("{href} leaves the document root")))?;
-    let path = confine(resolver.root(), &url, resolver.fingerprints())
+    let path = resolver
+        .confine(&url)
         .map_err(|e| LanguageError::Failed(e.to_string()))?;
     resolver
         .read_recorded(&path)

@@ -388,6 +388,17 @@ impl Pipeline {
         self.store.clear_memory().await;
     }
 
+    /// The provider's root now resolves elsewhere (a deploy re-pointed
+    /// the link): nothing remembered by path or by URL is used again, so
+    /// no response of the old release is served; entries stored by
+    /// content hash stay (identical files keep hitting, every dependency
+    /// still checked).
+    pub fn root_changed(&self) {
+        self.files.fingerprints().clear();
+        self.files.fingerprints().rewatch(self.files.root());
+        self.hot.clear();
+    }
+
     /// Drops every stored response whose URL starts with `prefix` (all
     /// when None) from every tier, and forgets remembered file hashes and
     /// memoized responses (`axle cache purge`).

@@ -6,6 +6,7 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
 use super::ProviderError;
+use super::root::PrivateSet;
 use crate::cache::Fingerprints;
 
 /// A path that exists, was canonicalized (symlinks resolved) and lies inside
@@ -233,10 +234,23 @@ pub fn confine(
     url_path: &str,
     fingerprints: &Fingerprints,
 ) -> Result<ConfinedPath, ProviderError> {
+    confine_in(root, &PrivateSet::NONE, url_path, fingerprints)
+}
+
+/// [`confine`], refusing the `private` paths as it refuses `axle.toml`
+/// (NotFound, under any spelling: percent-encoded, through a link into
+/// them, a link inside them): what [`FileProvider`](super::FileProvider)
+/// and [`RootResolver`](super::RootResolver) confine with.
+pub(crate) fn confine_in(
+    root: &Path,
+    private: &PrivateSet,
+    url_path: &str,
+    fingerprints: &Fingerprints,
+) -> Result<ConfinedPath, ProviderError> {
     let decoded = percent_encoding::percent_decode_str(url_path)
         .decode_utf8()
         .map_err(|_| ProviderError::NotFound(url_path.to_string()))?;
-    confine_decoded(root, &decoded, url_path, fingerprints)
+    confine_decoded(root, private, &decoded, url_path, fingerprints)
 }
 
 /// [`confine`], except that a path naming no file is confined too, as a
@@ -250,14 +264,25 @@ pub fn confine_optional(
     url_path: &str,
     fingerprints: &Fingerprints,
 ) -> Result<ConfinedPath, ProviderError> {
-    match confine(root, url_path, fingerprints) {
-        Err(ProviderError::NotFound(_)) => confine_missing(root, url_path, fingerprints),
+    confine_optional_in(root, &PrivateSet::NONE, url_path, fingerprints)
+}
+
+/// [`confine_optional`] refusing the `private` paths too.
+pub(crate) fn confine_optional_in(
+    root: &Path,
+    private: &PrivateSet,
+    url_path: &str,
+    fingerprints: &Fingerprints,
+) -> Result<ConfinedPath, ProviderError> {
+    match confine_in(root, private, url_path, fingerprints) {
+        Err(ProviderError::NotFound(_)) => confine_missing(root, private, url_path, fingerprints),
         other => other,
     }
 }
 
 fn confine_missing(
     root: &Path,
+    private: &PrivateSet,
     url_path: &str,
     fingerprints: &Fingerprints,
 ) -> Result<ConfinedPath, ProviderError> {
@@ -271,11 +296,14 @@ fn confine_missing(
     };
     // Something there that confinement refused (a dangling or looping
     // link, the site configuration) stays refused.
-    if is_site_config(&joined) || std::fs::symlink_metadata(&joined).is_ok() {
+    if is_site_config(&joined)
+        || private.contains(&joined)
+        || std::fs::symlink_metadata(&joined).is_ok()
+    {
         return Err(not_found());
     }
     let dir = fingerprints.canonicalize(parent).map_err(|_| not_found())?;
-    if !dir.is_dir() {
+    if !dir.is_dir() || private.contains(&dir) {
         return Err(not_found());
     }
     unread(root, dir.join(name), url_path)
@@ -311,8 +339,18 @@ pub fn confine_url(
     url: &str,
     fingerprints: &Fingerprints,
 ) -> Result<ConfinedPath, ProviderError> {
+    confine_url_in(root, &PrivateSet::NONE, url, fingerprints)
+}
+
+/// [`confine_url`] refusing the `private` paths too.
+pub(crate) fn confine_url_in(
+    root: &Path,
+    private: &PrivateSet,
+    url: &str,
+    fingerprints: &Fingerprints,
+) -> Result<ConfinedPath, ProviderError> {
     let rel = url_path(root, url)?;
-    confine_decoded(root, &rel, url, fingerprints)
+    confine_decoded(root, private, &rel, url, fingerprints)
 }
 
 /// Where the file a load's URL names would be under `root`, with no
@@ -390,6 +428,7 @@ fn joined(root: &Path, decoded: &str, original: &str) -> Result<PathBuf, Provide
 
 fn confine_decoded(
     root: &Path,
+    private: &PrivateSet,
     decoded: &str,
     original: &str,
     fingerprints: &Fingerprints,
@@ -402,7 +441,11 @@ fn confine_decoded(
     let Ok(inside) = abs.strip_prefix(root) else {
         return Err(ProviderError::Outside(original.to_string()));
     };
-    if is_site_config(&joined) || is_site_config(&abs) {
+    if is_site_config(&joined)
+        || is_site_config(&abs)
+        || private.contains(&joined)
+        || private.contains(&abs)
+    {
         return Err(ProviderError::NotFound(original.to_string()));
     }
     let rel = rel_of(inside);
@@ -507,6 +550,65 @@ mod tests {
             confine_url_plain(&root, "file:///axle.toml"),
             Err(ProviderError::NotFound(_))
         ));
+    }
+
+    /// The private set is refused as `axle.toml` is, under every
+    /// spelling: percent-encoded, dotted, `file:///`, absolute, a link
+    /// into it, a link inside it, a missing name in it; its neighbours
+    /// are not.
+    #[test]
+    fn the_private_set_is_refused_under_every_spelling() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir(root.join("db")).unwrap();
+        std::fs::write(root.join("db/x.xml"), "<x/>").unwrap();
+        std::fs::write(root.join("dbx.xml"), "<x/>").unwrap();
+        std::fs::write(root.join("public.xml"), "<x/>").unwrap();
+        std::os::unix::fs::symlink("db", root.join("alias")).unwrap();
+        std::os::unix::fs::symlink("db/x.xml", root.join("link.xml")).unwrap();
+        std::os::unix::fs::symlink("../public.xml", root.join("db/out.xml")).unwrap();
+        let private = PrivateSet::new([root.join("db")]);
+        let f = Fingerprints::new(16);
+        for url in [
+            "/db/x.xml",
+            "/d%62/x.xml",
+            "/./db//x.xml",
+            "/alias/x.xml",
+            "/link.xml",
+            "/db/out.xml",
+            "/db",
+        ] {
+            assert!(
+                matches!(
+                    confine_in(&root, &private, url, &f),
+                    Err(ProviderError::NotFound(_))
+                ),
+                "{url}"
+            );
+            // Without the set, each is a file (or the directory) there.
+            assert!(confine(&root, url, &f).is_ok(), "{url}");
+        }
+        let abs = root.join("db/x.xml").display().to_string();
+        for url in ["file:///db/x.xml", "file:///d%62/x.xml", abs.as_str()] {
+            assert!(
+                matches!(
+                    confine_url_in(&root, &private, url, &f),
+                    Err(ProviderError::NotFound(_))
+                ),
+                "{url}"
+            );
+        }
+        assert!(matches!(
+            confine_optional_in(&root, &private, "/db/new.xml", &f),
+            Err(ProviderError::NotFound(_))
+        ));
+        assert!(matches!(
+            confine_optional_in(&root, &private, "/alias/new.xml", &f),
+            Err(ProviderError::NotFound(_))
+        ));
+        for url in ["/dbx.xml", "/public.xml"] {
+            assert!(confine_in(&root, &private, url, &f).is_ok(), "{url}");
+        }
     }
 
     fn confine_url_plain(root: &Path, url: &str) -> Result<ConfinedPath, ProviderError> {

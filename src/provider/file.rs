@@ -1,46 +1,72 @@
 //! The file-tree provider, and the resolver that lets libxml2/libxslt read
 //! (only) files under the same root.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 
+use super::confine::{confine_in, confine_optional_in, confine_url_in};
+use super::root::{PrivateSet, RootState, SharedRoot, resolve_root};
 use super::{
-    ConfinedPath, Located, Provider, ProviderError, ResourceKind, Source, confine, confine_url,
-    lexical_url_path,
+    ConfinedPath, Located, Provider, ProviderError, ResourceKind, Source, lexical_url_path,
 };
 use crate::cache::{ContentHash, Dep, Fingerprints};
 use crate::ffi::{Loaded, Resolver};
 
-/// Serves the files under a document root.
+/// Serves the files under a document root, never one of its private
+/// paths. Clones share the root in force: [`FileProvider::set_root`] on
+/// one is seen by all.
 #[derive(Debug, Clone)]
 pub struct FileProvider {
-    root: Arc<PathBuf>,
+    state: SharedRoot,
     fingerprints: Fingerprints,
 }
 
 impl FileProvider {
     /// A provider for `root` (which must exist), hashing through `fingerprints`.
     pub fn new(root: &Path, fingerprints: Fingerprints) -> std::io::Result<Self> {
-        let root = root.canonicalize().map_err(|e| {
-            std::io::Error::new(e.kind(), format!("document root {}: {e}", root.display()))
-        })?;
-        if !root.is_dir() {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::NotADirectory,
-                format!("document root {} is not a directory", root.display()),
-            ));
-        }
+        let canonical = resolve_root(root)?;
         Ok(FileProvider {
-            root: Arc::new(root),
+            state: SharedRoot::new(RootState {
+                configured: root.to_path_buf(),
+                canonical,
+                private: PrivateSet::default(),
+            }),
             fingerprints,
         })
     }
 
-    /// The canonical root.
+    /// The canonical root (the one in force now).
     pub fn root(&self) -> &Path {
-        &self.root
+        &self.state.get().canonical
+    }
+
+    /// The root as configured (what [`resolve_root`] resolves again on a
+    /// reload: a symlink a deploy re-points).
+    pub fn configured_root(&self) -> &Path {
+        &self.state.get().configured
+    }
+
+    /// The private set in force.
+    pub fn private(&self) -> &PrivateSet {
+        &self.state.get().private
+    }
+
+    /// Puts `canonical` (a resolution of the configured root) and its
+    /// private set in force for every clone of this provider; returns the
+    /// canonical root it replaced. Reads already under way finish with
+    /// the root they started with.
+    pub fn set_root(&self, canonical: std::path::PathBuf, private: PrivateSet) -> &Path {
+        let configured = self.configured_root().to_path_buf();
+        &self
+            .state
+            .set(RootState {
+                configured,
+                canonical,
+                private,
+            })
+            .canonical
     }
 
     /// The shared hash memo.
@@ -51,13 +77,25 @@ impl FileProvider {
     /// [`confine`](super::confine)s a URL path to this root (remembering
     /// canonical paths while they are watched).
     pub fn confine(&self, url_path: &str) -> Result<ConfinedPath, ProviderError> {
-        confine(&self.root, url_path, &self.fingerprints)
+        let state = self.state.get();
+        confine_in(
+            &state.canonical,
+            &state.private,
+            url_path,
+            &self.fingerprints,
+        )
     }
 
     /// [`confine_optional`](super::confine_optional)s a URL path to this
     /// root: a path naming no file gives a missing [`ConfinedPath`].
     pub fn confine_optional(&self, url_path: &str) -> Result<ConfinedPath, ProviderError> {
-        super::confine_optional(&self.root, url_path, &self.fingerprints)
+        let state = self.state.get();
+        confine_optional_in(
+            &state.canonical,
+            &state.private,
+            url_path,
+            &self.fingerprints,
+        )
     }
 
     /// A resolver confined to this root that records what it reads.
@@ -68,7 +106,7 @@ impl FileProvider {
     /// The same, also answering `axle:` URIs through `internal`.
     pub fn resolver_with(&self, internal: Option<Arc<dyn InternalDocuments>>) -> Arc<RootResolver> {
         Arc::new(RootResolver {
-            root: Arc::clone(&self.root),
+            state: self.state.get(),
             fingerprints: self.fingerprints.clone(),
             deps: Mutex::new(Vec::new()),
             internal,
@@ -126,7 +164,9 @@ impl Provider for FileProvider {
 /// files under the root (no network, nothing outside, whatever the URL says)
 /// and records each file read, with its content hash, as a dependency.
 pub struct RootResolver {
-    root: Arc<PathBuf>,
+    /// The root and private set in force when the stage began: one stage
+    /// reads under one root, whatever a reload does meanwhile.
+    state: &'static RootState,
     fingerprints: Fingerprints,
     deps: Mutex<Vec<Dep>>,
     internal: Option<Arc<dyn InternalDocuments>>,
@@ -136,7 +176,7 @@ pub struct RootResolver {
 impl std::fmt::Debug for RootResolver {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RootResolver")
-            .field("root", &self.root)
+            .field("root", &self.state.canonical)
             .finish_non_exhaustive()
     }
 }
@@ -187,7 +227,13 @@ impl RootResolver {
         &self,
         path: &ConfinedPath,
     ) -> Result<(Vec<u8>, ContentHash), ProviderError> {
-        if path.is_missing() {
+        // Whoever confined `path`, a private file is not read through here.
+        if path.is_missing()
+            || self.state.private.contains(path.as_path())
+            || path
+                .named()
+                .is_some_and(|named| self.state.private.contains(named))
+        {
             return Err(ProviderError::NotFound(path.rel().to_string()));
         }
         let (bytes, hash) = self
@@ -202,7 +248,29 @@ impl RootResolver {
 
     /// The canonical root.
     pub fn root(&self) -> &Path {
-        &self.root
+        &self.state.canonical
+    }
+
+    /// Confines a URL path (percent-encoded, root-relative) to this
+    /// resolver's root, its private paths refused.
+    pub fn confine(&self, url_path: &str) -> Result<ConfinedPath, ProviderError> {
+        confine_in(
+            &self.state.canonical,
+            &self.state.private,
+            url_path,
+            &self.fingerprints,
+        )
+    }
+
+    /// Confines a load's URL (see [`confine_url`](super::confine_url)),
+    /// its private paths refused.
+    fn confine_url(&self, url: &str) -> Result<ConfinedPath, ProviderError> {
+        confine_url_in(
+            &self.state.canonical,
+            &self.state.private,
+            url,
+            &self.fingerprints,
+        )
     }
 }
 
@@ -227,7 +295,7 @@ impl Resolver for RootResolver {
                 }
             };
         }
-        let path = confine_url(&self.root, url, &self.fingerprints).map_err(|e| match e {
+        let path = self.confine_url(url).map_err(|e| match e {
             ProviderError::Outside(_) => {
                 "refused to load a file outside the document root".to_string()
             }
@@ -236,10 +304,10 @@ impl Resolver for RootResolver {
                 // gives an empty node-set, a DTD or an XInclude with a
                 // fallback goes on without it): record that, so the output
                 // goes stale when one appears.
-                if let Some(path) = lexical_url_path(&self.root, url) {
+                if let Some(path) = lexical_url_path(self.root(), url) {
                     self.record(Dep::absent(path));
                 }
-                format!("{} not found", display_rel(&self.root, url))
+                format!("{} not found", display_rel(self.root(), url))
             }
             other => other.to_string(),
         })?;
@@ -254,7 +322,7 @@ impl Resolver for RootResolver {
         if url.starts_with(crate::ffi::INTERNAL_SCHEME) {
             return false;
         }
-        let Ok(path) = confine_url(&self.root, url, &self.fingerprints) else {
+        let Ok(path) = self.confine_url(url) else {
             return false;
         };
         match self.fingerprints.hash(path.as_path()) {

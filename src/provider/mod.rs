@@ -11,6 +11,7 @@
 mod confine;
 mod file;
 mod memory;
+mod root;
 
 pub use confine::{
     ConfinedPath, RequestPath, SITE_CONFIG_NAME, confine, confine_optional, confine_url,
@@ -18,6 +19,7 @@ pub use confine::{
 };
 pub use file::{FileProvider, InternalDocuments, RootResolver};
 pub use memory::CachingProvider;
+pub use root::{PrivateSet, resolve_root};
 
 use bytes::Bytes;
 

@@ -142,6 +142,10 @@ pub(super) struct Section {
     #[serde(default)]
     pub(super) processor: Vec<ProcessorFormat>,
     pub(super) provider: Option<ProviderFormat>,
+    /// Nothing under the prefix is served nor read by any load.
+    pub(super) private: Option<bool>,
+    /// Program files under the prefix are served as static files.
+    pub(super) serve_programs: Option<bool>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]

@@ -47,11 +47,13 @@ impl SiteConfig {
             }
         };
         let fingerprints = Fingerprints::new(64);
+        let private = self.private_set();
         let mut errors = self.problems.clone();
         for section in &self.sections {
             errors.extend(section.problems.iter().cloned());
             for r in &section.references {
-                if let Err(message) = check(&root, &section.prefix, &r.href, &fingerprints) {
+                let checked = check(&root, &private, &section.prefix, &r.href, &fingerprints);
+                if let Err(message) = checked {
                     errors.push(ConfigError {
                         file: file.clone(),
                         line: r.line,
@@ -67,7 +69,13 @@ impl SiteConfig {
 
 /// Does `href`, configured for the location `prefix`, name a file under
 /// `root` (canonical)? The error message says what is wrong.
-fn check(root: &Path, prefix: &str, href: &str, fingerprints: &Fingerprints) -> Result<(), String> {
+fn check(
+    root: &Path,
+    private: &crate::provider::PrivateSet,
+    prefix: &str,
+    href: &str,
+    fingerprints: &Fingerprints,
+) -> Result<(), String> {
     if let Some(id) = href.strip_prefix('#') {
         return if id.is_empty() {
             Err(format!("href=\"{href}\" names no embedded stylesheet"))
@@ -92,6 +100,15 @@ fn check(root: &Path, prefix: &str, href: &str, fingerprints: &Fingerprints) -> 
         ));
     };
     match confine(root, &url, fingerprints) {
+        // What the server never reads (docs/security.md, "Private files").
+        Ok(path)
+            if private.contains(path.as_path())
+                || path.named().is_some_and(|named| private.contains(named)) =>
+        {
+            Err(format!(
+                "stylesheet {href} is a private file (never read){under}"
+            ))
+        }
         Ok(path) if path.as_path().is_file() => Ok(()),
         Ok(path) => Err(format!(
             "stylesheet {href} is not a file ({} is a directory){under}",

@@ -295,3 +295,107 @@ async fn directory_listings_are_exported() {
     assert!(again.contains("/files/"), "{again:?}");
     assert!(!again.contains("/index.xml"), "{again:?}");
 }
+
+/// Issue #36 row 14: an edited state file naming paths outside the output
+/// folder makes a re-run delete nothing there; a symlink inside the
+/// output folder is replaced, never written through.
+#[test]
+fn a_build_never_touches_anything_outside_its_output_folder() {
+    let (dir, root, out) = samples();
+    build_ok(&root, &out);
+    let victim = dir.path().join("victim.txt");
+    std::fs::write(&victim, "KEEP").unwrap();
+    let absolute = dir.path().join("absolute-victim.txt");
+    std::fs::write(&absolute, "KEEP").unwrap();
+    // The state names the victims as files of the previous run.
+    let state_path = out.join(".axle-build-state.json");
+    let mut state: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&state_path).unwrap()).unwrap();
+    let pages = state["pages"].as_object_mut().unwrap();
+    let template = pages.values().next().unwrap().clone();
+    for (url, file) in [
+        ("/gone-1", "../victim.txt".to_string()),
+        ("/gone-2", absolute.display().to_string()),
+        ("/gone-3", "a/../../victim.txt".to_string()),
+    ] {
+        let mut page = template.clone();
+        page["file"] = serde_json::Value::String(file);
+        pages.insert(url.to_string(), page);
+    }
+    std::fs::write(&state_path, serde_json::to_vec(&state).unwrap()).unwrap();
+    // A file of the export and a directory of it, each a link out.
+    let outside = dir.path().join("outside.html");
+    std::fs::write(&outside, "OUTSIDE").unwrap();
+    let outside_dir = dir.path().join("outside-dir");
+    std::fs::create_dir(&outside_dir).unwrap();
+    let page = out.join("index.html");
+    assert!(page.is_file(), "the samples export index.html");
+    std::fs::remove_file(&page).unwrap();
+    std::os::unix::fs::symlink(&outside, &page).unwrap();
+    let articles = out.join("articles");
+    assert!(articles.is_dir(), "the samples export articles/");
+    std::fs::remove_dir_all(&articles).unwrap();
+    std::os::unix::fs::symlink(&outside_dir, &articles).unwrap();
+    // The manifest a link out too (the state stays the edited file; both
+    // are written the same way).
+    let manifest_outside = dir.path().join("outside-manifest.json");
+    std::fs::write(&manifest_outside, "OUTSIDE").unwrap();
+    std::fs::remove_file(out.join("axle-manifest.json")).unwrap();
+    std::os::unix::fs::symlink(&manifest_outside, out.join("axle-manifest.json")).unwrap();
+
+    build_ok(&root, &out);
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "KEEP");
+    assert_eq!(std::fs::read_to_string(&absolute).unwrap(), "KEEP");
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "OUTSIDE");
+    assert_eq!(std::fs::read_dir(&outside_dir).unwrap().count(), 0);
+    assert_eq!(
+        std::fs::read_to_string(&manifest_outside).unwrap(),
+        "OUTSIDE"
+    );
+    assert!(!out.join("axle-manifest.json").is_symlink());
+    // The links were replaced by what the build writes.
+    assert!(!page.is_symlink() && page.is_file());
+    assert!(!articles.is_symlink() && articles.is_dir());
+    assert!(std::fs::read_dir(&articles).unwrap().count() > 0);
+}
+
+/// Issue #36 row 15: the samples' esql database directory (`data/`) and
+/// their programs are exported under no spelling of the root.
+#[test]
+fn a_build_exports_nothing_serve_refuses_however_the_root_is_spelled() {
+    let (dir, root, _) = samples();
+    std::os::unix::fs::symlink(&root, dir.path().join("link")).unwrap();
+    for (n, spelling) in ["root", "./root", "root/", "link", "./link/"]
+        .into_iter()
+        .enumerate()
+    {
+        let out = dir.path().join(format!("out{n}"));
+        let output = axle()
+            .current_dir(dir.path())
+            .arg("build")
+            .arg("--root")
+            .arg(spelling)
+            .arg("--out")
+            .arg(&out)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{spelling}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(out.join("index.html").is_file(), "{spelling}");
+        for private in ["data", "programs/live.py", "programs/shout.py", "axle.toml"] {
+            assert!(
+                !out.join(private).exists(),
+                "{spelling}: {private} exported"
+            );
+        }
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            !stdout.contains(" /data/") && !stdout.contains(" /programs/"),
+            "{spelling}: {stdout}"
+        );
+    }
+}
