@@ -36,16 +36,9 @@ fn raw(addr: &str, head: &[&str], body: &str) -> (u16, String) {
 
 /// `axle cache ARGS`: exit success, stdout and stderr.
 fn cache_cli(args: &[&str]) -> (bool, String, String) {
-    let out = crate::support::axle()
-        .arg("cache")
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let mut all = vec!["cache"];
+    all.extend_from_slice(args);
+    crate::support::axle_output(&all)
 }
 
 fn port_of(addr: &str) -> u16 {

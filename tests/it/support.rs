@@ -15,6 +15,17 @@ pub fn axle() -> std::process::Command {
     std::process::Command::new(env!("CARGO_BIN_EXE_axle"))
 }
 
+/// Runs `axle ARGS…`: whether it exited successfully, its stdout and its
+/// stderr.
+pub fn axle_output(args: &[&str]) -> (bool, String, String) {
+    let out = axle().args(args).output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 /// Runs `axle ARGS…` in `dir`, asserts it succeeded (showing its stderr
 /// if not) and returns its stdout.
 pub fn axle_ok<I, S>(dir: &Path, args: I) -> Vec<u8>

@@ -5,16 +5,9 @@
 use crate::tiers_support::{Axle, TiersSite};
 
 fn warm(args: &[&str]) -> (bool, String, String) {
-    let out = crate::support::axle()
-        .arg("warm")
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let mut all = vec!["warm"];
+    all.extend_from_slice(args);
+    crate::support::axle_output(&all)
 }
 
 #[tokio::test(flavor = "multi_thread")]
