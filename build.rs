@@ -6,6 +6,11 @@
 //! bind to; `csrc/dtd.c` lends parsed DTDs to
 //! later parses (see `src/ffi/dtd.rs`); `csrc/html.c` serializes HTML
 //! results as libxslt does, faster.
+//!
+//! `AXLE_CSRC_SANITIZE=address` compiles that C with `-fsanitize=address`
+//! (scripts/fuzz-asan sets it, with the Rust code built under
+//! `-Zsanitizer=address`), so AddressSanitizer checks its heap accesses
+//! too; the system libxml2 and libxslt stay uninstrumented.
 
 fn main() {
     let libs = ["libxslt", "libexslt", "libxml-2.0"];
@@ -16,6 +21,17 @@ fn main() {
         .file("csrc/xinclude.c")
         .file("csrc/html.c")
         .warnings(true);
+    println!("cargo:rerun-if-env-changed=AXLE_CSRC_SANITIZE");
+    match std::env::var("AXLE_CSRC_SANITIZE").as_deref() {
+        Ok("address") => {
+            build
+                .flag("-fsanitize=address")
+                .flag("-fno-omit-frame-pointer")
+                .flag("-g");
+        }
+        Ok("") | Err(_) => {}
+        Ok(other) => panic!("AXLE_CSRC_SANITIZE={other}: only `address` is supported"),
+    }
     for name in libs {
         let lib = match pkg_config::Config::new().probe(name) {
             Ok(lib) => lib,
