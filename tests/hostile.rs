@@ -613,7 +613,8 @@ fn build_root(to: &Path, canary: u16) {
     // each selecting every element of a 200-deep tree with its subtree
     // (about 1 M nodes each).
     let xi = "xmlns:xi=\"http://www.w3.org/2001/XInclude\"";
-    let head = "<?xml version=\"1.0\"?>\n<?xml-stylesheet href=\"/gen/count.xsl\" type=\"text/xsl\"?>\n";
+    let head =
+        "<?xml version=\"1.0\"?>\n<?xml-stylesheet href=\"/gen/count.xsl\" type=\"text/xsl\"?>\n";
     std::fs::write(
         g.join("xinclude-self-copy.xml"),
         format!(
