@@ -7,6 +7,11 @@
 //! later parses (see `src/ffi/dtd.rs`); `csrc/html.c` serializes HTML
 //! results as libxslt does, faster; `csrc/untrusted.c` parses a client's
 //! document under limits (see `src/ffi/untrusted.rs`).
+//!
+//! `AXLE_CSRC_SANITIZE=address` compiles that C with `-fsanitize=address`
+//! (scripts/fuzz-asan sets it, with the Rust code built under
+//! `-Zsanitizer=address`), so AddressSanitizer checks its heap accesses
+//! too; the system libxml2 and libxslt stay uninstrumented.
 
 fn main() {
     let libs = ["libxslt", "libexslt", "libxml-2.0"];
@@ -18,6 +23,17 @@ fn main() {
         .file("csrc/html.c")
         .file("csrc/untrusted.c")
         .warnings(true);
+    println!("cargo:rerun-if-env-changed=AXLE_CSRC_SANITIZE");
+    match std::env::var("AXLE_CSRC_SANITIZE").as_deref() {
+        Ok("address") => {
+            build
+                .flag("-fsanitize=address")
+                .flag("-fno-omit-frame-pointer")
+                .flag("-g");
+        }
+        Ok("") | Err(_) => {}
+        Ok(other) => panic!("AXLE_CSRC_SANITIZE={other}: only `address` is supported"),
+    }
     for name in libs {
         let lib = match pkg_config::Config::new().probe(name) {
             Ok(lib) => lib,

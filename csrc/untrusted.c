@@ -248,8 +248,8 @@ static void u_end(void *ctx, const xmlChar *localname, const xmlChar *prefix, co
 }
 
 /* The deepest element of the tree (1 for a root alone), by an iterative
- * walk. */
-static unsigned long tree_depth(xmlDocPtr doc) {
+ * walk. Also read by the post_document fuzz target (ffi::fuzzing). */
+unsigned long axle_tree_depth(xmlDocPtr doc) {
     unsigned long depth = 0, most = 0;
     xmlNodePtr cur = doc->children;
     while (cur != NULL) {
@@ -332,7 +332,7 @@ xmlDocPtr axle_parse_untrusted(const char *buf, int len, const char *url, int op
         doc = NULL;
     }
     if (doc != NULL) {
-        unsigned long depth = tree_depth(doc);
+        unsigned long depth = axle_tree_depth(doc);
         if (depth > max_depth) {
             xmlFreeDoc(doc);
             doc = NULL;

@@ -24,6 +24,7 @@ use std::sync::{Arc, Mutex};
 use axle::cache::{BoxFuture, Cache, Entry, Key, TierStats};
 
 /// The allocator `axle serve` uses (see src/main.rs).
+#[cfg(feature = "mimalloc")]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

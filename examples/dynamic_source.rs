@@ -39,6 +39,7 @@ use axle::provider::{FileProvider, Provider};
 
 /// The allocator `axle serve` uses (see src/main.rs), so this server is
 /// measured on the same footing.
+#[cfg(feature = "mimalloc")]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

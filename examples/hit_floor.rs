@@ -36,6 +36,7 @@ use bytes::Bytes;
 
 /// The allocator `axle serve` uses (see src/main.rs), so this server is
 /// measured on the same footing.
+#[cfg(feature = "mimalloc")]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

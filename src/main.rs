@@ -25,7 +25,9 @@ use axle::provider::{Provider, ResourceKind};
 /// about the same instructions per request on the article (callgrind:
 /// 2,426,830 against 2,452,424 uncached, 7,054 against 7,074 for a hit);
 /// the dynamic page's incremental request costs 1.5-4.7% more under 2.x
-/// (benches/load/results/site-mimalloc-2026-12-02/).
+/// (benches/load/results/site-mimalloc-2026-12-02/). Off without the
+/// `mimalloc` feature (on by default), for AddressSanitizer builds.
+#[cfg(feature = "mimalloc")]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -1,8 +1,10 @@
 //! Builds every cargo-fuzz target in `fuzz/` (its own workspace) with the
-//! toolchain running the tests. Why it exists: CI has no nightly and no
-//! cargo-fuzz, so without this a change to a public API the targets use
-//! would break them unnoticed; `libfuzzer-sys` builds on stable without
-//! sanitizer flags, which is enough to keep the targets compiling.
+//! toolchain running the tests. Why it exists: a change to a public API
+//! the targets use must fail `cargo test`, on any machine; `libfuzzer-sys`
+//! builds on stable without sanitizer flags, which is enough to keep the
+//! targets compiling. The AddressSanitizer build that also runs them
+//! (`scripts/fuzz-asan`) takes a full instrumented build of every
+//! dependency, so it runs in `.ci/run` after the tests, not here.
 //!
 //! Skips with a banner when `cargo` cannot be run (fails under `CI=true`).
 

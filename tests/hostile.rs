@@ -699,6 +699,40 @@ fn build_root(to: &Path, canary: u16) {
         .unwrap();
     }
     std::fs::write(g.join("fan/x21.xml"), "<e/>\n").unwrap();
+    // Issue #36 (found by the xinclude_count fuzz target): XIncludes the
+    // count took as adding nothing. 2,000 copies of 10,000 elements of the
+    // document itself (20 M nodes from a 118 KB file), and 20 xpointer()s
+    // each selecting every element of a 200-deep tree with its subtree
+    // (about 1 M nodes each).
+    let xi = "xmlns:xi=\"http://www.w3.org/2001/XInclude\"";
+    let head =
+        "<?xml version=\"1.0\"?>\n<?xml-stylesheet href=\"/gen/count.xsl\" type=\"text/xsl\"?>\n";
+    std::fs::write(
+        g.join("xinclude-self-copy.xml"),
+        format!(
+            "{head}<d {xi}><x>{}</x>{}</d>\n",
+            "<y/>".repeat(10_000),
+            "<xi:include xpointer=\"element(/1/1)\"/>".repeat(2_000)
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        g.join("xinclude-overlap.xml"),
+        format!(
+            "{head}<d {xi}>{}</d>\n",
+            "<xi:include href=\"xinclude-tree.xml\" xpointer=\"xpointer(//*)\"/>".repeat(20)
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        g.join("xinclude-tree.xml"),
+        format!(
+            "<t>{}{}</t>\n",
+            format!("<x>{}", "<y/>".repeat(50)).repeat(200),
+            "</x>".repeat(200)
+        ),
+    )
+    .unwrap();
     // 10,000 PIs.
     let mut pis = String::from("<?xml version=\"1.0\"?>\n");
     for _ in 0..10_000 {

@@ -30,7 +30,7 @@ pub use post::{PostConfig, PostSource};
 pub use upstream::UpstreamSource;
 
 /// The `post` source's document check and the `command` source's
-/// environment builder, reachable for the `post_body` and `cgi_env` fuzz
+/// environment builder, reachable for the `post_document` and `cgi_env` fuzz
 /// targets (`fuzz/`); not an API.
 #[doc(hidden)]
 pub mod checks {

@@ -353,7 +353,7 @@ mod tests {
                 1000,
             )
         };
-        // Found by the post_body fuzz target's seeds: valid UTF-8, so the
+        // Found by the post_body (now post_document) fuzz target's seeds: valid UTF-8, so the
         // check read it as UTF-8 and saw a comment, while libxml2 decodes
         // UTF-7 and saw <!DOCTYPE a SYSTEM "x.dtd"> (and loaded x.dtd).
         let utf7 = b"<?xml version=\"1.0\" encoding=\"UTF-7\"?><!--+AC0-+AC0-+AD4-+ADw-+ACE-DOCTYPE a SYSTEM +ACI-x.dtd+ACI-+AD4-+ADw-+ACE-+AC0-+AC0--><a/>";

@@ -189,12 +189,23 @@ impl Drop for BudgetScope {
             PEAK.set(peak);
             LIMIT.set(limit);
             if big {
-                // SAFETY: mi_collect takes no pointers; it returns this
-                // thread's free memory to the system.
-                unsafe { libmimalloc_sys::mi_collect(true) };
+                return_free_memory();
             }
         }
     }
+}
+
+/// Gives this thread's free memory back to the system: mimalloc's
+/// `mi_collect`; nothing under the system allocator (the `mimalloc`
+/// feature off, as in AddressSanitizer builds), whose arenas glibc trims
+/// itself.
+fn return_free_memory() {
+    #[cfg(feature = "mimalloc")]
+    // SAFETY: mi_collect takes no pointers; it returns this thread's free
+    // memory to the system.
+    unsafe {
+        libmimalloc_sys::mi_collect(true)
+    };
 }
 
 /// After a render that held more than this, this thread's free memory is

@@ -35,6 +35,8 @@ mod budget;
 mod doc;
 mod dtd;
 mod errors;
+#[doc(hidden)]
+pub mod fuzzing;
 mod init;
 mod raw_prolog;
 mod resolve;
@@ -117,3 +119,5 @@ mod canonical_tests;
 mod html_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod xinclude_tests;

@@ -97,6 +97,7 @@ unsafe extern "C" {
     ) -> c_int;
     pub fn xmlXIncludeProcessFlags(doc: *mut xmlDoc, flags: c_int) -> c_int;
     pub fn axle_xinclude_expansion(doc: *mut xmlDoc, options: c_int, limit: f64) -> f64;
+    pub fn axle_tree_node_count(doc: *mut xmlDoc) -> f64;
 }
 
 #[link(name = "xslt")]
@@ -177,6 +178,7 @@ unsafe extern "C" {
         used: *mut c_int,
     ) -> *mut xmlDoc;
     pub fn axle_dtd_free_doc(doc: *mut xmlDoc);
+    pub fn axle_tree_depth(doc: *mut xmlDoc) -> c_ulong;
     pub fn axle_parse_untrusted(
         buf: *const c_char,
         len: c_int,

@@ -128,6 +128,19 @@ impl XmlDoc {
         url: &str,
         limits: &UntrustedLimits,
     ) -> Result<XmlDoc, Refusal> {
+        XmlDoc::parse_untrusted_with(bytes, url, limits, Arc::new(RefuseAll))
+    }
+
+    /// [`XmlDoc::parse_untrusted`] with `refusing` as the thread's resolver
+    /// meanwhile (it must refuse every load; the `post_document` fuzz
+    /// target passes one that also records whether any was asked for).
+    #[doc(hidden)]
+    pub fn parse_untrusted_with(
+        bytes: &[u8],
+        url: &str,
+        limits: &UntrustedLimits,
+        refusing: Arc<dyn super::Resolver>,
+    ) -> Result<XmlDoc, Refusal> {
         let max_depth = limits.max_depth.clamp(1, DEPTH_CEILING);
         let counted = most_attributes(bytes);
         if counted > u64::from(limits.max_attributes) {
@@ -140,7 +153,7 @@ impl XmlDoc {
         begin();
         let len = c_len(bytes).map_err(Refusal::Malformed)?;
         let c_url = c_string(url, "document URL").map_err(Refusal::Malformed)?;
-        let _guard = ResolverGuard::install(Arc::new(RefuseAll));
+        let _guard = ResolverGuard::install(refusing);
         let mut why: c_int = 0;
         let mut reached: c_ulong = 0;
         let mut line: c_int = 0;
