@@ -364,7 +364,7 @@ async fn a_redis_cluster_shares_pages_purges_every_node_and_may_die() {
     // others stay.
     let purge = |query: &str| {
         let url = format!("http://{}/purge{query}", a.admin());
-        async move { request(reqwest::Method::POST, &url, &[]).await }
+        async move { request(reqwest::Method::POST, &url, &[("x-axle-admin", "1")]).await }
     };
     let r = purge("?prefix=/docs/").await;
     assert_eq!(r.status, 200, "{}", r.text());
