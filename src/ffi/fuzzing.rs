@@ -24,5 +24,5 @@ pub fn tree_depth(doc: &XmlDoc) -> u64 {
     // SAFETY: read-only, iterative walk over a live document the caller
     // holds.
     let n = unsafe { sys::axle_tree_depth(doc.ptr.as_ptr()) };
-    u64::from(n)
+    n as u64
 }
