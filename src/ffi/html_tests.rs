@@ -4,6 +4,7 @@
 //! and quoting, URI attributes, namespaces, script and style, DOE text,
 //! comments, PIs, DOCTYPEs, output settings).
 
+use super::html_source::{OUTPUTS, document, stylesheet};
 use super::*;
 use proptest::prelude::*;
 use std::sync::Arc;
@@ -45,160 +46,6 @@ fn assert_same(xsl: &str, xml: &str) {
     );
 }
 
-/// `xsl:output` variants: the HTML ones the fast path takes and some it
-/// leaves to libxslt (another encoding, XML, text, xhtml).
-const OUTPUTS: &[&str] = &[
-    r#"<xsl:output method="html"/>"#,
-    r#"<xsl:output method="html" indent="no"/>"#,
-    r#"<xsl:output method="html" indent="yes" encoding="utf-8"/>"#,
-    r#"<xsl:output method="html" doctype-public="-//W3C//DTD HTML 4.01//EN" doctype-system="http://www.w3.org/TR/html4/strict.dtd"/>"#,
-    r#"<xsl:output method="html" doctype-system="about:legacy-compat"/>"#,
-    r#"<xsl:output method="html" doctype-system="it's &quot;odd&quot;"/>"#,
-    r#"<xsl:output method="html" encoding="ISO-8859-1"/>"#,
-    r#"<xsl:output method="html" encoding="UTF8" indent="no"/>"#,
-    r#"<xsl:output method="xml"/>"#,
-    r#"<xsl:output method="xhtml"/>"#,
-    "",
-];
-
-/// Copies the source, except `raw` elements (their text, unescaped) and
-/// `wrap` elements (an `html` root, for the implicit HTML method).
-const TEMPLATES: &str = r#"
-<xsl:template match="@*|node()"><xsl:copy><xsl:apply-templates select="@*|node()"/></xsl:copy></xsl:template>
-<xsl:template match="raw"><xsl:value-of select="." disable-output-escaping="yes"/></xsl:template>
-<xsl:template match="/wrap"><html><xsl:apply-templates/></html></xsl:template>
-"#;
-
-fn stylesheet(output: &str) -> String {
-    format!(
-        r#"<xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">{output}{TEMPLATES}</xsl:stylesheet>"#
-    )
-}
-
-const ELEMENTS: &[&str] = &[
-    "html", "head", "body", "title", "meta", "p", "pre", "param", "div", "span", "a", "br", "img",
-    "hr", "input", "script", "style", "textarea", "option", "select", "table", "tr", "td", "ul",
-    "li", "b", "em", "form", "area", "col", "link", "base", "dd", "tbody", "colgroup", "foo",
-    "Para", "BR", "SCRIPT", "Style", "pX", "x:foo", "svg", "raw", "frame",
-];
-
-const ATTRIBUTES: &[&str] = &[
-    "href", "HREF", "src", "action", "name", "id", "class", "checked", "SELECTED", "disabled",
-    "title", "value", "onclick", "x:ref", "xml:lang", "nohref",
-];
-
-/// Pieces of text, as the tree should hold them (escaped when written).
-const TEXTS: &[&str] = &[
-    "a", "word", " ", "\n", "\t", "\r", "<", ">", "&", "\"", "'", "é", "€", "😀", "&{x}",
-    "<!--c-->", "-->", "  lead", "?", "=", "#", "%", "/", "\u{7f}", "]]>",
-];
-
-/// Escapes `text` for the source document (markup characters and the
-/// double quote, for text and attribute values), keeping tab, newline and
-/// CR as character references, which attribute normalization leaves alone.
-/// Its own, so that ffi's tests reach nothing above ffi.
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\r' => out.push_str("&#13;"),
-            '\n' => out.push_str("&#10;"),
-            '\t' => out.push_str("&#9;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// Builds a source document from `choices`: each byte picks what comes
-/// next (an element with attributes, text, a comment, a PI, a `raw`
-/// element, the end of the current element).
-struct Builder<'a> {
-    choices: &'a [u8],
-    at: usize,
-}
-
-impl Builder<'_> {
-    fn next(&mut self) -> usize {
-        let b = self.choices.get(self.at).copied().unwrap_or(0);
-        self.at += 1;
-        usize::from(b)
-    }
-
-    fn more(&self) -> bool {
-        self.at < self.choices.len()
-    }
-
-    fn pick<'s>(&mut self, list: &[&'s str]) -> &'s str {
-        list[self.next() % list.len()]
-    }
-
-    fn text(&mut self) -> String {
-        let n = 1 + self.next() % 4;
-        (0..n).map(|_| self.pick(TEXTS)).collect()
-    }
-
-    fn children(&mut self, out: &mut String, depth: usize) {
-        while self.more() {
-            match self.next() % 9 {
-                0..=2 if depth < 5 => self.element(out, depth + 1),
-                3 | 4 => out.push_str(&escape(&self.text())),
-                5 => {
-                    let t = self.text().replace("--", "- -").replace('\r', "");
-                    let t = t.trim_end_matches('-');
-                    out.push_str(&format!("<!--{t}-->"));
-                }
-                6 => {
-                    let t = self.text().replace("?>", "? >").replace('\r', "");
-                    out.push_str(&format!("<?pi {t}?>"));
-                }
-                7 => out.push_str(&format!("<raw>{}</raw>", escape(&self.text()))),
-                _ => return,
-            }
-        }
-    }
-
-    fn element(&mut self, out: &mut String, depth: usize) {
-        let name = self.pick(ELEMENTS);
-        out.push('<');
-        out.push_str(name);
-        if name == "svg" {
-            out.push_str(r#" xmlns="http://www.w3.org/2000/svg""#);
-        }
-        let attrs = self.next() % 4;
-        let mut seen = Vec::new();
-        for _ in 0..attrs {
-            let attr = self.pick(ATTRIBUTES);
-            if seen.contains(&attr.to_ascii_lowercase()) {
-                continue;
-            }
-            seen.push(attr.to_ascii_lowercase());
-            let value = if self.next() % 5 == 0 {
-                String::new()
-            } else {
-                self.text()
-            };
-            out.push_str(&format!(r#" {attr}="{}""#, escape(&value)));
-        }
-        out.push('>');
-        self.children(out, depth);
-        out.push_str(&format!("</{name}>"));
-    }
-
-    fn document(choices: &[u8]) -> String {
-        let mut b = Builder { choices, at: 0 };
-        let root = if b.next() % 3 == 0 { "wrap" } else { "html" };
-        let mut out = format!(r#"<{root} xmlns:x="urn:x">"#);
-        b.children(&mut out, 1);
-        out.push_str(&format!("</{root}>"));
-        out
-    }
-}
-
 proptest! {
     #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
 
@@ -207,7 +54,7 @@ proptest! {
         output in 0..OUTPUTS.len(),
         choices in proptest::collection::vec(any::<u8>(), 0..160),
     ) {
-        assert_same(&stylesheet(OUTPUTS[output]), &Builder::document(&choices));
+        assert_same(&stylesheet(OUTPUTS[output]), &document(&choices, 5));
     }
 }
 

@@ -37,6 +37,8 @@ mod dtd;
 mod errors;
 #[doc(hidden)]
 pub mod fuzzing;
+#[doc(hidden)]
+pub mod html_source;
 mod init;
 mod raw_prolog;
 mod resolve;
