@@ -162,10 +162,7 @@ impl AccessLog {
                 return;
             };
             buf.clear();
-            match self.format {
-                Format::Combined => combined(&mut buf, line),
-                Format::Json => json(&mut buf, line),
-            }
+            format_line(&mut buf, self.format, line);
             let Ok(mut pending) = self.shared.pending.lock() else {
                 return;
             };
@@ -213,6 +210,38 @@ impl AccessLog {
             took,
         });
     }
+}
+
+/// `line` as `format` writes it, appended to `out`.
+fn format_line(out: &mut String, format: Format, line: &Line<'_>) {
+    match format {
+        Format::Combined => combined(out, line),
+        Format::Json => json(out, line),
+    }
+}
+
+/// The line `format` writes for a request refused with `head` (its bytes
+/// as read), as [`AccessLog::log_raw`] writes it: for the `access_log`
+/// fuzz target (`fuzz/`); not an API.
+#[doc(hidden)]
+pub fn raw_line(format: Format, head: &[u8], status: u16) -> String {
+    let (line, referer, user_agent) = raw_head(head);
+    let mut out = String::new();
+    format_line(
+        &mut out,
+        format,
+        &Line {
+            peer: None,
+            request: Request::Raw(line),
+            status,
+            bytes: 0,
+            referer,
+            user_agent,
+            cache: "",
+            took: Duration::ZERO,
+        },
+    );
+    out
 }
 
 /// What the access log needs of a request that reached a service, taken

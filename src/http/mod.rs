@@ -290,10 +290,12 @@ pub fn hit_bytes(app: &App, request: Bytes, head: &mut Vec<u8>) -> Option<Bytes>
 }
 
 /// The connection loop's head parsing and response framing, reachable for
-/// the `http_head` fuzz target (`fuzz/`) with a fast path of its own; not an
-/// API.
+/// the `http_head` fuzz target (`fuzz/`) with a fast path of its own, and
+/// the access log's line for a refused head (the `access_log` target);
+/// not an API.
 #[doc(hidden)]
 pub mod wire {
+    pub use super::access_log::{Format as AccessLogFormat, raw_line as access_log_raw_line};
     pub use super::conn::{Fast, Head, Headers, Wire, fast_answer};
 }
 
