@@ -62,8 +62,7 @@ pub(super) async fn respond(
         // is parsed once under the posted-document limits, and chooses
         // through its PIs only what the location lets it.
         req.xinclude = false;
-        req.client_document = true;
-        req.client_stages = Some(std::sync::Arc::clone(&location.client_stages));
+        req.client_document = Some(std::sync::Arc::clone(&location.client_stages));
     }
     match app
         .pipeline

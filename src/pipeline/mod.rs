@@ -151,18 +151,14 @@ pub struct RenderRequest {
     /// stages that read it ([`crate::language::RequestInfo`]); cookies
     /// they set are taken from it after the render.
     pub request: Option<Arc<crate::language::RequestInfo>>,
-    /// For a generated source: is it a client's document (a request
-    /// body)? Then it is parsed once, by libxml2 under these limits
+    /// For a generated source that is a client's document (a request
+    /// body): the Languages its PIs may name (each a stylesheet file under
+    /// the root; the location's processors run whatever they say). Such a
+    /// document is parsed once, by libxml2 under [`RenderLimits::client`]
     /// ([`crate::ffi::XmlDoc::parse_untrusted`]): that parse gives the
     /// prolog the chain is chosen by and the tree the first stage
-    /// transforms, and the chain is held to what a client's document may
-    /// choose ([`RenderRequest::client_stages`]). The limits are
-    /// [`RenderLimits::client`].
-    pub client_document: bool,
-    /// For a client's document: the stage types its PIs may name (each
-    /// a stylesheet file under the root); the location's processors run
-    /// whatever they say.
-    pub client_stages: Option<Arc<[String]>>,
+    /// transforms. None: not a client's document.
+    pub client_document: Option<Arc<[String]>>,
 }
 
 impl RenderRequest {
@@ -493,16 +489,15 @@ impl Pipeline {
         }
         let _admitted = self.admission.admit(located.path.url(), variant).await?;
         let cancel = budget.cancel_on_drop();
-        let generated = match req.client_document {
-            true => {
-                let limits = self.render_limits.client;
-                self.parse_client_document(source, limits, &budget).await
-            }
-            false => Ok(Generated {
+        let generated = if req.client_document.is_some() {
+            let limits = self.render_limits.client;
+            self.parse_client_document(source, limits, &budget).await
+        } else {
+            Ok(Generated {
                 source,
                 prolog: None,
                 first: None,
-            }),
+            })
         };
         let first = generated
             .as_ref()
@@ -669,7 +664,7 @@ impl Pipeline {
             }
         };
         let registry = req.registry.as_deref().unwrap_or(&self.registry);
-        if let Some(allowed) = &req.client_stages {
+        if let Some(allowed) = &req.client_document {
             if let Some(reason) = chain::client_choice_refused(
                 &prolog,
                 &req.selection,
@@ -754,7 +749,10 @@ impl Pipeline {
             prolog: Some(Arc::clone(&prolog)),
             budget: Arc::clone(budget),
             request: req.request.clone(),
-            untrusted: req.client_document.then_some(self.render_limits.client),
+            untrusted: req
+                .client_document
+                .as_ref()
+                .map(|_| self.render_limits.client),
             first_tree,
         };
         // A stage keyed by more than its input and params (a time slice,
