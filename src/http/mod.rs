@@ -14,6 +14,7 @@ mod dynamic;
 mod encoding;
 mod error;
 mod hot;
+mod look;
 mod metrics;
 pub mod pages;
 mod params;
@@ -466,13 +467,15 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
             return Ok(document_response(app, rendered, request.headers(), &location).await);
         }
         ResourceKind::Directory => {
-            let index = location
-                .index
-                .as_deref()
-                .ok_or_else(|| HttpError::NotFound(path.clone()))?;
-            provider
-                .locate(&format!("{path}{index}"))
-                .map_err(not_found)?
+            let no_index = || HttpError::NoIndex {
+                path: path.clone(),
+                index: location.index.clone(),
+            };
+            let index = location.index.as_deref().ok_or_else(no_index)?;
+            match provider.locate(&format!("{path}{index}")) {
+                Err(ProviderError::NotFound(_)) => return Err(no_index()),
+                found => found.map_err(not_found)?,
+            }
         }
     };
     if !is_document(&located) {
