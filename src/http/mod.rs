@@ -5,6 +5,7 @@
 
 mod access_log;
 pub mod admin;
+mod builtin;
 mod charset;
 mod choose;
 mod conn;
@@ -445,10 +446,19 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
             if method == Method::POST {
                 return Err(HttpError::MethodNotAllowed);
             }
-            let listing = directory::listing(&located.path, provider.root())
-                .map_err(|e| HttpError::NotFound(e.to_string()))?;
+            let listing = directory::listing(&located.path, provider.root(), |name, is_dir| {
+                directory::served(app, &site, &path, name, is_dir)
+            })
+            .map_err(|e| HttpError::NotFound(e.to_string()))?;
+            if location.processors.is_empty() && !passthru {
+                return directory::page(&path, listing, location.passthru).await;
+            }
             let chosen = forced(choose::choose(&location, request.headers(), &query, None));
-            let req = render_request(&location, &chosen, params(&location, &query, &[]));
+            let mut req = render_request(&location, &chosen, params(&location, &query, &[]));
+            if passthru {
+                // The filelist itself, as for a document's source.
+                req.processors.clear();
+            }
             let rendered = app
                 .pipeline
                 .render_generated(&located.path, listing, &req)
