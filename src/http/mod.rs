@@ -77,6 +77,8 @@ pub struct App {
     pages: pages::Pages,
     /// Held by a reload (SIGHUP and the root watch may ask at once).
     reloading: std::sync::Mutex<()>,
+    /// The memory budget (`--cache-size`), for the status page.
+    cache_size: u64,
 }
 
 impl App {
@@ -129,6 +131,7 @@ impl App {
             access_log,
             pages: pages::Pages::default(),
             reloading: std::sync::Mutex::new(()),
+            cache_size: config.cache_size,
         }))
     }
 
@@ -142,6 +145,11 @@ impl App {
     /// Requests and render times per page.
     pub fn pages(&self) -> &pages::Pages {
         &self.pages
+    }
+
+    /// The memory budget it was made with (`--cache-size`).
+    pub fn cache_size(&self) -> u64 {
+        self.cache_size
     }
 
     /// The pipeline (for counters and tests).
