@@ -20,10 +20,11 @@ fn on_path(names: &[&str]) -> Option<PathBuf> {
 }
 
 /// Checks the page with `tidy -errors -q`: exit status 2 means errors
-/// (1 is warnings only, which `-errors` does not print).
-fn validate(html: &Path) -> bool {
+/// (1 is warnings only, which `-errors` does not print). Also for the
+/// other pages Axle makes itself (`pages.rs`).
+pub fn validate(html: &Path) -> bool {
     let Some(tidy) = on_path(&["tidy"]) else {
-        skip("no `tidy` on PATH to validate the status page (apt-get install tidy)");
+        skip("no `tidy` on PATH to validate Axle's own pages (apt-get install tidy)");
         return false;
     };
     let out = Command::new(tidy)
@@ -34,7 +35,8 @@ fn validate(html: &Path) -> bool {
     let report = String::from_utf8_lossy(&out.stderr);
     assert!(
         out.status.code().is_some_and(|c| c < 2) && !report.contains("Error:"),
-        "tidy finds errors in the status page ({:?}):\n{report}\n{}",
+        "tidy finds errors in {} ({:?}):\n{report}\n{}",
+        html.display(),
         out.status,
         std::fs::read_to_string(html).unwrap()
     );
