@@ -87,12 +87,14 @@ fn location(file: Option<&str>, line: Option<u32>, column: Option<u32>) -> Strin
 }
 
 /// An XPath error as one line: libxml2's message, the expression and the
-/// 1-based column in it where parsing stopped (`offset` is 0-based), so
-/// `count(//para` says where it broke, not only that it did.
+/// 1-based column in it where parsing stopped (`offset` is libxml2's
+/// 0-based byte offset; the column counts characters), so `count(//para`
+/// says where it broke, not only that it did.
 fn xpath_line(message: &str, expression: Option<&str>, offset: c_int) -> String {
     match expression.filter(|e| !e.is_empty()) {
         Some(expr) => {
-            let column = u32::try_from(offset).unwrap_or(0) + 1;
+            let offset = usize::try_from(offset).unwrap_or(0).min(expr.len());
+            let column = expr.char_indices().take_while(|(i, _)| *i < offset).count() + 1;
             format!("{message} at column {column} of the XPath expression \"{expr}\"")
         }
         None => message.to_string(),
@@ -275,5 +277,27 @@ pub(super) fn last_parse_error(fallback_file: &str) -> XmlError {
                 extra
             },
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_xpath_error_names_its_expression_and_character_column() {
+        assert_eq!(
+            xpath_line("Invalid expression", Some("count(//para"), 12),
+            "Invalid expression at column 13 of the XPath expression \"count(//para\""
+        );
+        // A byte offset past two-byte characters counts characters.
+        assert_eq!(
+            xpath_line("Invalid expression", Some("'éé' +"), 7),
+            "Invalid expression at column 6 of the XPath expression \"'éé' +\""
+        );
+        assert_eq!(
+            xpath_line("Stack usage error", None, 0),
+            "Stack usage error"
+        );
     }
 }
