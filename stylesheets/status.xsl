@@ -208,7 +208,7 @@
   <xsl:template match="stages">
     <table id="stages">
       <caption>Stage time per Language</caption>
-      <thead><tr><th>Language</th><th>runs</th><th>total ms</th><th>mean ms</th></tr></thead>
+      <thead><tr><th scope="col">Language</th><th scope="col" class="n">runs</th><th scope="col" class="n">total ms</th><th scope="col" class="n">mean ms</th></tr></thead>
       <tbody>
         <xsl:for-each select="stage">
           <tr>
@@ -255,7 +255,7 @@
   <xsl:template match="slowest">
     <table id="slowest">
       <caption>Slowest pages (mean time of a render)</caption>
-      <thead><tr><th>page</th><th>mean ms</th><th>max ms</th><th>renders</th></tr></thead>
+      <thead><tr><th scope="col">page</th><th scope="col" class="n">mean ms</th><th scope="col" class="n">max ms</th><th scope="col" class="n">renders</th></tr></thead>
       <tbody>
         <xsl:for-each select="page">
           <tr>
@@ -275,7 +275,7 @@
   <xsl:template match="stylesheets">
     <table id="stylesheets">
       <caption>Compiled stylesheets</caption>
-      <thead><tr><th>stylesheet</th><th>Language</th><th>files</th><th>closure</th></tr></thead>
+      <thead><tr><th scope="col">stylesheet</th><th scope="col">Language</th><th scope="col" class="n">files</th><th scope="col">closure</th></tr></thead>
       <tbody>
         <xsl:for-each select="stylesheet">
           <tr>

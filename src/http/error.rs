@@ -531,6 +531,63 @@ mod tests {
     }
 
     #[test]
+    fn an_error_page_escapes_its_reason_and_links_home() {
+        let e = HttpError::Render {
+            title: "Broken stylesheet",
+            detail: "Invalid expression \"1 < <b>\"".into(),
+        };
+        let html = page_body(&e, e.status());
+        assert!(html.contains("<h1>500 Broken stylesheet</h1>"), "{html}");
+        assert!(
+            html.contains(
+                "<pre class=\"error\">Invalid expression &quot;1 &lt; &lt;b&gt;&quot;</pre>"
+            ),
+            "{html}"
+        );
+        assert!(
+            html.contains("<a href=\"/\">Back to the home page</a>"),
+            "{html}"
+        );
+    }
+
+    #[test]
+    fn a_directory_without_index_says_how_to_list_it_and_at_the_root_how_to_choose_one() {
+        let docs = HttpError::NoIndex {
+            path: "/docs/".into(),
+            index: Some("index.xml".into()),
+        };
+        assert_eq!(docs.status(), StatusCode::NOT_FOUND);
+        let html = page_body(&docs, docs.status());
+        assert!(
+            html.contains("[location.\"/docs\"]\ndirectories = true"),
+            "{html}"
+        );
+        assert!(!html.contains("--root"), "{html}");
+        let root = HttpError::NoIndex {
+            path: "/".into(),
+            index: Some("index.xml".into()),
+        };
+        let html = page_body(&root, root.status());
+        assert!(
+            html.contains("The document root has no <code>index.xml</code>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<code>axle serve --root DIR</code>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("[location.\"/\"]\ndirectories = true"),
+            "{html}"
+        );
+        let none = HttpError::NoIndex {
+            path: "/x/".into(),
+            index: None,
+        };
+        assert!(page_body(&none, none.status()).contains("<code>index = \"\"</code>"));
+    }
+
+    #[test]
     fn a_reason_is_where_and_what_without_stacks_bytes_or_foreign_advice() {
         let recursion = "stage 1 (/s/r.xsl) failed: transform failed: runtime error: file /s/r.xsl line 3 element x\n\
             xsltApplySequenceConstructor: A potential infinite template recursion was detected.\n\
