@@ -65,7 +65,13 @@ impl DynamicProvider for UpstreamSource {
                     &request.headers,
                 )
                 .await
-                .map_err(|e| source_error(&e))?;
+                .map_err(|e| {
+                    let tried = self
+                        .upstream
+                        .request_url(&request.path_below, request.query.as_deref())
+                        .ok();
+                    source_error(&e, tried.as_ref())
+                })?;
             let cacheable = match self.cache {
                 Cacheability::Validated => fetched.cacheable,
                 Cacheability::Ttl(_) => true,
@@ -79,13 +85,40 @@ impl DynamicProvider for UpstreamSource {
     }
 }
 
-/// The upstream's failure as the source's: its status decides.
-fn source_error(e: &UpstreamError) -> SourceError {
-    let message = format!("upstream: {e}");
+/// The upstream's failure as the source's: its status decides. The
+/// message names the URL it tried ([`shown_url`]), so a 502 page says
+/// what could not be reached.
+fn source_error(e: &UpstreamError, tried: Option<&http::Uri>) -> SourceError {
+    let message = match tried {
+        Some(url) => format!("upstream {}: {e}", shown_url(url)),
+        None => format!("upstream: {e}"),
+    };
     match e.status() {
         StatusCode::BAD_REQUEST => SourceError::BadRequest(message),
         StatusCode::NOT_FOUND => SourceError::NotFound(message),
         StatusCode::GATEWAY_TIMEOUT => SourceError::Timeout(message),
         _ => SourceError::Failed(message),
+    }
+}
+
+/// `url` as a page may show it: scheme, host, port and path; never
+/// userinfo or the query (where credentials and tokens travel).
+fn shown_url(url: &http::Uri) -> String {
+    let scheme = url.scheme_str().unwrap_or("http");
+    let host = url.host().unwrap_or("");
+    let port = url.port_u16().map(|p| format!(":{p}")).unwrap_or_default();
+    format!("{scheme}://{host}{port}{}", url.path())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_shown_url_has_no_userinfo_and_no_query() {
+        let url: http::Uri = "http://user:pw@127.0.0.1:8080/a/b.xml?token=s3cret"
+            .parse()
+            .unwrap();
+        assert_eq!(shown_url(&url), "http://127.0.0.1:8080/a/b.xml");
     }
 }

@@ -5,6 +5,7 @@
 
 mod access_log;
 pub mod admin;
+mod builtin;
 mod charset;
 mod choose;
 mod conn;
@@ -14,6 +15,7 @@ mod dynamic;
 mod encoding;
 mod error;
 mod hot;
+mod look;
 mod metrics;
 pub mod pages;
 mod params;
@@ -75,6 +77,8 @@ pub struct App {
     pages: pages::Pages,
     /// Held by a reload (SIGHUP and the root watch may ask at once).
     reloading: std::sync::Mutex<()>,
+    /// The memory budget (`--cache-size`), for the status page.
+    cache_size: u64,
 }
 
 impl App {
@@ -127,6 +131,7 @@ impl App {
             access_log,
             pages: pages::Pages::default(),
             reloading: std::sync::Mutex::new(()),
+            cache_size: config.cache_size,
         }))
     }
 
@@ -140,6 +145,11 @@ impl App {
     /// Requests and render times per page.
     pub fn pages(&self) -> &pages::Pages {
         &self.pages
+    }
+
+    /// The memory budget it was made with (`--cache-size`).
+    pub fn cache_size(&self) -> u64 {
+        self.cache_size
     }
 
     /// The pipeline (for counters and tests).
@@ -444,10 +454,19 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
             if method == Method::POST {
                 return Err(HttpError::MethodNotAllowed);
             }
-            let listing = directory::listing(&located.path, provider.root())
-                .map_err(|e| HttpError::NotFound(e.to_string()))?;
+            let listing = directory::listing(&located.path, provider.root(), |name, is_dir| {
+                directory::served(app, &site, &path, name, is_dir)
+            })
+            .map_err(|e| HttpError::NotFound(e.to_string()))?;
+            if location.processors.is_empty() && !passthru {
+                return directory::page(&path, listing, location.passthru).await;
+            }
             let chosen = forced(choose::choose(&location, request.headers(), &query, None));
-            let req = render_request(&location, &chosen, params(&location, &query, &[]));
+            let mut req = render_request(&location, &chosen, params(&location, &query, &[]));
+            if passthru {
+                // The filelist itself, as for a document's source.
+                req.processors.clear();
+            }
             let rendered = app
                 .pipeline
                 .render_generated(&located.path, listing, &req)
@@ -466,13 +485,15 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
             return Ok(document_response(app, rendered, request.headers(), &location).await);
         }
         ResourceKind::Directory => {
-            let index = location
-                .index
-                .as_deref()
-                .ok_or_else(|| HttpError::NotFound(path.clone()))?;
-            provider
-                .locate(&format!("{path}{index}"))
-                .map_err(not_found)?
+            let no_index = || HttpError::NoIndex {
+                path: path.clone(),
+                index: location.index.clone(),
+            };
+            let index = location.index.as_deref().ok_or_else(no_index)?;
+            match provider.locate(&format!("{path}{index}")) {
+                Err(ProviderError::NotFound(_)) => return Err(no_index()),
+                found => found.map_err(not_found)?,
+            }
         }
     };
     if !is_document(&located) {

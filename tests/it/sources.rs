@@ -93,7 +93,7 @@ async fn a_post_location_refuses_what_it_cannot_take() {
     // libxml2's report: the document and line, then its message.
     assert!(
         r.text()
-            .contains("/post/x.xml:2: Opening and ending tag mismatch"),
+            .contains("/post/x.xml:2:8: Opening and ending tag mismatch"),
         "{}",
         r.text()
     );
