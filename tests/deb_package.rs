@@ -399,3 +399,51 @@ fn which(name: &str) -> Result<std::path::PathBuf, ()> {
         .find(|p| p.is_file())
         .ok_or(())
 }
+
+/// What the package installs as the site and its configuration loads as
+/// the unit would load it (`axle check`, the conffile in the root as the
+/// packaged symlink puts it): runs everywhere, root or not.
+#[test]
+fn packaged_site_and_config_check() {
+    let root = tempfile::tempdir().unwrap();
+    let site = manifest_dir().join("packaging/deb/site");
+    let out = run_ok(
+        "cp",
+        &[
+            "-r",
+            &format!("{}/.", site.display()),
+            root.path().to_str().unwrap(),
+        ],
+    );
+    assert!(out.is_empty());
+    std::fs::copy(
+        manifest_dir().join("packaging/deb/axle.toml"),
+        root.path().join("axle.toml"),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_axle"))
+        .arg("check")
+        .arg("--root")
+        .arg(root.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "axle check: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rendered = Command::new(env!("CARGO_BIN_EXE_axle"))
+        .arg("render")
+        .arg("--root")
+        .arg(root.path())
+        .arg(root.path().join("index.xml"))
+        .output()
+        .unwrap();
+    let html = String::from_utf8_lossy(&rendered.stdout);
+    assert!(
+        rendered.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rendered.stderr)
+    );
+    assert!(html.contains("<h1>Axle is running</h1>"), "{html}");
+}
