@@ -75,6 +75,9 @@ pub struct App {
     pages: pages::Pages,
     /// Held by a reload (SIGHUP and the root watch may ask at once).
     reloading: std::sync::Mutex<()>,
+    /// The public listener's address as bound (the first one served on):
+    /// where an upstream source naming this same server fetches from.
+    listening: std::sync::OnceLock<std::net::SocketAddr>,
 }
 
 impl App {
@@ -127,6 +130,7 @@ impl App {
             access_log,
             pages: pages::Pages::default(),
             reloading: std::sync::Mutex::new(()),
+            listening: std::sync::OnceLock::new(),
         }))
     }
 
@@ -233,6 +237,9 @@ pub async fn serve_on(
     app: Arc<App>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    if let Ok(addr) = listener.local_addr() {
+        let _ = app.listening.set(addr);
+    }
     let fast = Arc::clone(&app);
     let limits = app.limits.clone();
     conn::serve(

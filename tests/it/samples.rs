@@ -136,16 +136,16 @@ async fn the_readmes_render_command_works_from_a_checkout() {
 }
 
 /// The dynamic sources of the bundled site, as `samples/axle.toml`
-/// configures them (the mirror's upstream is this same server, so its
-/// address is put in place of 127.0.0.1:8080): the program's page, a
-/// POSTed document (the page's own curl line), the mirror, the filter.
+/// configures them, on an ephemeral port (the mirror's upstream is this
+/// same server, named by a path: it follows the port): the program's page,
+/// a POSTed document (the page's own curl line), the mirror, the filter.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_dynamic_samples_work_as_their_pages_say() {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let toml = std::fs::read_to_string(samples().join("axle.toml"))
-        .unwrap()
-        .replace("127.0.0.1:8080", &addr.to_string());
+    let toml = std::fs::read_to_string(samples().join("axle.toml")).unwrap();
+    assert!(
+        !toml.contains("127.0.0.1:"),
+        "samples/axle.toml names no address of its own"
+    );
     let registry = axle::Registry::default();
     let site = axle::site::SiteConfig::parse_in(
         &toml,
@@ -160,7 +160,7 @@ async fn the_dynamic_samples_work_as_their_pages_say() {
     );
     let mut config = axle::ServeConfig::new(samples());
     config.cache_mode = CacheMode::Incremental;
-    let server = TestServer::start_full_on(listener, config, registry, site).await;
+    let server = TestServer::start_full(config, registry, site).await;
 
     let index = server.get("/dynamic/").await;
     assert_eq!(index.status, 200, "{}", index.text());
@@ -229,4 +229,29 @@ async fn the_dynamic_samples_work_as_their_pages_say() {
         "{}",
         shout.text()
     );
+}
+
+/// `axle serve --root samples` on a port the system chooses: the mirror
+/// (an upstream named by a path) fetches from wherever the server listens,
+/// so `/mirror/page.xml` is the mirrored page, not a 502.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_sample_mirror_follows_the_port_the_server_listens_on() {
+    let (mut child, url) = crate::support::serve_child(
+        &["--listen", "127.0.0.1:0"],
+        &samples(),
+        std::process::Stdio::null(),
+    );
+    let fetch = |path: &str| {
+        let url = format!("{url}{path}");
+        async move {
+            let r = reqwest::get(url).await.unwrap();
+            (r.status().as_u16(), r.text().await.unwrap())
+        }
+    };
+    let mirror = fetch("/mirror/page.xml").await;
+    let direct = fetch("/dynamic/mirrored/page.xml").await;
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(mirror.0, 200, "{}", mirror.1);
+    assert_eq!(mirror, direct, "the mirror renders the mirrored page");
 }
