@@ -526,6 +526,9 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
     match app.pipeline.render(&located, &req).await {
         Ok(rendered) => {
             let cookies = info.take_set_cookies();
+            if let Some((status, location)) = info.take_redirect() {
+                return Ok(document::redirect_response(status, &location, cookies));
+            }
             if !cookies.is_empty() {
                 let mut response = document_response(app, rendered, &headers, &location).await;
                 for cookie in cookies {

@@ -255,3 +255,64 @@ async fn the_sample_mirror_follows_the_port_the_server_listens_on() {
     assert_eq!(mirror.0, 200, "{}", mirror.1);
     assert_eq!(mirror, direct, "the mirror renders the mirrored page");
 }
+
+/// The guest book (`samples/xsp/guestbook.xml`) on a copy of the samples
+/// (its own database): a signed POST inserts the entry and answers 303 See
+/// Other to the page (`web:redirect`), not the page itself, so a reload
+/// does not post again; the GET it leads to lists the new entry. A POST
+/// that lacks a field inserts nothing and shows the page.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_guestbook_redirects_after_a_post() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("samples");
+    crate::support::copy_dir(&samples(), &root);
+    for stale in [
+        "guestbook.sqlite",
+        "guestbook.sqlite-wal",
+        "guestbook.sqlite-shm",
+    ] {
+        let _ = std::fs::remove_file(root.join("data").join(stale));
+    }
+    let registry = axle::Registry::default();
+    let toml = std::fs::read_to_string(root.join("axle.toml")).unwrap();
+    let site =
+        axle::site::SiteConfig::parse_in(&toml, &root.join("axle.toml"), registry.clone(), &root)
+            .unwrap();
+    let server = TestServer::start_full(axle::ServeConfig::new(&root), registry, site).await;
+    let form = "application/x-www-form-urlencoded";
+
+    let signed = server
+        .post("/xsp/guestbook.xml", form, "name=Ada&message=Signed+once")
+        .await;
+    assert_eq!(signed.status, 303, "{}", signed.text());
+    assert_eq!(signed.header("location"), "/xsp/guestbook.xml#entries");
+    assert_eq!(signed.header("cache-control"), "no-store");
+    assert!(!signed.text().contains("Signed once"), "{}", signed.text());
+
+    let page = server.get("/xsp/guestbook.xml").await;
+    assert_eq!(page.status, 200, "{}", page.text());
+    assert_eq!(
+        page.text().matches("Signed once").count(),
+        1,
+        "{}",
+        page.text()
+    );
+    assert!(
+        page.text().contains("<strong>Ada</strong>"),
+        "{}",
+        page.text()
+    );
+
+    let unsigned = server
+        .post("/xsp/guestbook.xml", form, "name=&message=Nobody")
+        .await;
+    assert_eq!(unsigned.status, 200, "{}", unsigned.text());
+    assert!(unsigned.header("location").is_empty());
+    assert!(
+        !server
+            .get("/xsp/guestbook.xml")
+            .await
+            .text()
+            .contains("Nobody")
+    );
+}
