@@ -316,3 +316,98 @@ async fn the_guestbook_redirects_after_a_post() {
             .contains("Nobody")
     );
 }
+
+/// The head a raw `GET path` gets from 127.0.0.1:`port` (as curl sends
+/// it, keep-alive): the status line and the header lines, in order.
+fn raw_head(port: &str, path: &str) -> Vec<String> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(format!("127.0.0.1:{port}")).unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUser-Agent: curl/8.5.0\r\nAccept: */*\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !response.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = stream.read(&mut buf).unwrap();
+        assert!(n > 0, "the server closed before its head");
+        response.extend_from_slice(&buf[..n]);
+    }
+    let text = String::from_utf8_lossy(&response);
+    let head = text.split("\r\n\r\n").next().unwrap();
+    head.lines().map(str::to_string).collect()
+}
+
+/// README's "What you see" shows what `axle serve` sends today: its
+/// first `console` block's response head (the status line, the header
+/// names in their order, the content type, `x-axle-cache: miss`, an ETag
+/// of the shape shown) is what the binary serving the samples answers, and
+/// the second request is a hit. The values that follow a checkout (the
+/// ETag, dates, length) are not compared.
+#[test]
+fn the_readme_shows_the_head_the_server_sends() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let section = readme.split("## What you see").nth(1).unwrap();
+    let block = section
+        .split("```console\n")
+        .nth(1)
+        .unwrap()
+        .split("```")
+        .next()
+        .unwrap();
+    let mut lines = block.lines();
+    let command = lines.next().unwrap();
+    let url = command
+        .split_whitespace()
+        .find(|w| w.starts_with("http://127.0.0.1:8080/"))
+        .unwrap();
+    let path = url.trim_start_matches("http://127.0.0.1:8080");
+    let shown: Vec<&str> = lines.by_ref().take_while(|l| !l.is_empty()).collect();
+    let hit_command = lines.next().unwrap();
+    assert!(hit_command.contains(url), "{hit_command}");
+    assert_eq!(lines.next(), Some("x-axle-cache: hit"));
+
+    let (mut child, base) = crate::support::serve_child(
+        &["--listen", "127.0.0.1:0"],
+        &samples(),
+        std::process::Stdio::null(),
+    );
+    let port = base.rsplit(':').next().unwrap().to_string();
+    let first = raw_head(&port, path);
+    let second = raw_head(&port, path);
+    let _ = child.kill();
+    let _ = child.wait();
+
+    let name = |line: &str| line.split(':').next().unwrap().to_string();
+    assert_eq!(first[0], shown[0], "the status line");
+    assert_eq!(
+        first[1..].iter().map(|l| name(l)).collect::<Vec<_>>(),
+        shown[1..].iter().map(|l| name(l)).collect::<Vec<_>>(),
+        "README's header names and order: the server sent\n{}",
+        first.join("\n")
+    );
+    for exact in ["content-type", "x-axle-cache", "vary"] {
+        let of = |head: &[String]| {
+            head.iter()
+                .find(|l| name(l) == exact)
+                .cloned()
+                .unwrap_or_default()
+        };
+        let shown: Vec<String> = shown.iter().map(|l| l.to_string()).collect();
+        assert_eq!(of(&first), of(&shown), "{exact}");
+    }
+    let etag = first.iter().find(|l| l.starts_with("etag: ")).unwrap();
+    let shown_etag = shown.iter().find(|l| l.starts_with("etag: ")).unwrap();
+    assert_eq!(etag.len(), shown_etag.len(), "{etag} vs {shown_etag}");
+    assert!(
+        second.iter().any(|l| l == "x-axle-cache: hit"),
+        "{second:?}"
+    );
+    let mut names_hit: Vec<String> = second[1..].iter().map(|l| name(l)).collect();
+    let mut names_shown: Vec<String> = shown[1..].iter().map(|l| name(l)).collect();
+    names_hit.sort();
+    names_shown.sort();
+    assert_eq!(names_hit, names_shown, "a hit sends the same header fields");
+}
