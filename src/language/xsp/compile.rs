@@ -200,10 +200,15 @@ pub fn compile(text: &str, url: &str, taglibs: &Taglibs) -> Result<Program, XspE
         if let Some(t) = c.tasks.iter().find(|t| {
             [super::taglibs::COOKIE_NS, super::WEBUTILS_NS].contains(&t.namespace.as_str())
         }) {
+            let what = if t.namespace == super::WEBUTILS_NS {
+                "redirects"
+            } else {
+                "sets cookies"
+            };
             return Err(XspError {
                 place: t.place.clone(),
-                message: String::from(
-                    "a page that sets cookies or redirects is never cached: remove axsp:cache-params and axsp:ttl from xsp:page",
+                message: format!(
+                    "a page that {what} is never cached: remove axsp:cache-params and axsp:ttl from xsp:page"
                 ),
             });
         }
