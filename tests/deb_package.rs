@@ -168,6 +168,8 @@ fn deb_package_installs_serves_and_purges() {
     assert!(installed());
 
     // The files.
+    let copyright = std::fs::read_to_string("/usr/share/doc/axle/copyright").unwrap();
+    assert!(copyright.contains("License: Apache-2.0"), "{copyright}");
     let version = run_ok("/usr/bin/axle", &["--version"]);
     assert!(version.starts_with("axle "), "{version}");
     let unit = std::fs::read_to_string(UNIT).unwrap();
