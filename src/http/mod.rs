@@ -79,6 +79,9 @@ pub struct App {
     reloading: std::sync::Mutex<()>,
     /// The memory budget (`--cache-size`), for the status page.
     cache_size: u64,
+    /// The public listener's address as bound (the first one served on):
+    /// where an upstream source naming this same server fetches from.
+    listening: std::sync::OnceLock<std::net::SocketAddr>,
 }
 
 impl App {
@@ -132,6 +135,7 @@ impl App {
             pages: pages::Pages::default(),
             reloading: std::sync::Mutex::new(()),
             cache_size: config.cache_size,
+            listening: std::sync::OnceLock::new(),
         }))
     }
 
@@ -243,6 +247,9 @@ pub async fn serve_on(
     app: Arc<App>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    if let Ok(addr) = listener.local_addr() {
+        let _ = app.listening.set(addr);
+    }
     let fast = Arc::clone(&app);
     let limits = app.limits.clone();
     conn::serve(
@@ -540,6 +547,9 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
     match app.pipeline.render(&located, &req).await {
         Ok(rendered) => {
             let cookies = info.take_set_cookies();
+            if let Some((status, location)) = info.take_redirect() {
+                return Ok(document::redirect_response(status, &location, cookies));
+            }
             if !cookies.is_empty() {
                 let mut response = document_response(app, rendered, &headers, &location).await;
                 for cookie in cookies {
