@@ -52,7 +52,7 @@ pub(crate) fn refuse_servable_config(root: &Path, path: &Path) -> std::io::Resul
 /// later; `axle check` refuses them).
 pub(crate) fn warn_about_references(site: &SiteConfig, root: &Path) {
     for problem in site.check_references(root) {
-        tracing::warn!(%problem, "the configuration names a stylesheet that cannot be used");
+        tracing::warn!(%problem, "the configuration names a file or program that cannot be used");
     }
 }
 

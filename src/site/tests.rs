@@ -3,7 +3,7 @@
 
 use super::*;
 
-fn parse(text: &str) -> Result<SiteConfig, ConfigError> {
+fn parse(text: &str) -> Result<SiteConfig, ConfigErrors> {
     SiteConfig::parse(text, Path::new("axle.toml"), Registry::default())
 }
 
@@ -94,7 +94,10 @@ fn the_hash_changes_with_anything_that_changes_output() {
 fn error(text: &str) -> (String, Option<usize>, String) {
     match parse(text) {
         Ok(_) => panic!("no error for {text:?}"),
-        Err(e) => (e.key, e.line, e.message),
+        Err(e) => {
+            let e = e.first().clone();
+            (e.key, e.line, e.message)
+        }
     }
 }
 
@@ -318,7 +321,10 @@ fn the_error_display_is_file_line_key_message() {
         err.to_string(),
         "axle.toml:3: location.\"/\".order: unknown variant `sideways`, expected one of `fallback`, `instead`, `before`, `after`"
     );
-    let no_line = ConfigError { line: None, ..err };
+    let no_line = ConfigError {
+        line: None,
+        ..err.first().clone()
+    };
     assert!(no_line.to_string().starts_with("axle.toml: location"));
 }
 
@@ -378,6 +384,7 @@ fn limits_are_read_validated_and_applied() {
     assert_eq!(render.max_queue, RenderLimits::default().max_queue);
     let bad = "[location.\"/\"]\n\n[limits]\nmax-chain = 3\nrender-timeout = \"soon\"\n";
     let err = SiteConfig::parse(bad, Path::new("axle.toml"), Registry::default()).unwrap_err();
+    let err = err.first();
     assert_eq!(err.key, "limits.render-timeout", "{err}");
     assert_eq!(err.line, Some(5), "{err}");
     let unknown = "[limits]\nrender-time = \"2s\"\n";
@@ -407,6 +414,7 @@ fn posted_document_limits_are_read_and_bounded() {
         let text = format!("[limits]\n{bad}\n");
         let err =
             SiteConfig::parse(&text, Path::new("axle.toml"), Registry::default()).unwrap_err();
+        let err = err.first();
         assert_eq!(err.key, key, "{err}");
     }
 }
