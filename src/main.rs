@@ -10,7 +10,10 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 
 use axle::Registry;
-use axle::config::{CacheMode, Freshness, ServeConfig, parse_duration, parse_listen, parse_size};
+use axle::config::{
+    Address, CacheMode, Freshness, ServeConfig, parse_client, parse_duration, parse_listen,
+    parse_size,
+};
 use axle::http::HttpError;
 use axle::pipeline::Pipeline;
 use axle::provider::{Provider, ResourceKind};
@@ -181,12 +184,13 @@ impl LimitArgs {
 enum Command {
     /// Serve a document root over HTTP.
     Serve {
-        /// The document root [default: samples/ under `cargo run` in Axle's
-        /// source tree, else the current directory].
+        /// The document root [default: the current directory if it holds
+        /// index.xml or axle.toml, else samples/ when the current directory
+        /// is an Axle checkout, else the current directory].
         #[arg(long)]
         root: Option<PathBuf>,
         /// Address to listen on: PORT (loopback), :PORT (every interface),
-        /// HOST:PORT, [IPv6]:PORT.
+        /// HOST:PORT, [IPv6]:PORT or http://HOST:PORT.
         #[arg(long, value_parser = parse_listen, default_value = "127.0.0.1:8080")]
         listen: SocketAddr,
         /// Share the port with other servers that also ask to (SO_REUSEPORT);
@@ -221,7 +225,8 @@ enum Command {
         #[arg(long, value_parser = parse_size, default_value = "1GiB")]
         cache_dir_size: u64,
         /// Serve the admin listener (GET /stats, POST /purge) on this
-        /// address, e.g. 127.0.0.1:9090. Off by default.
+        /// address, in --listen's forms (e.g. 9090: 127.0.0.1:9090). Off by
+        /// default.
         #[arg(long, value_name = "ADDR", value_parser = parse_listen)]
         admin: Option<SocketAddr>,
         /// Another Host name the admin listener answers to (repeatable;
@@ -265,9 +270,10 @@ enum Command {
     /// Fill a running server's cache: request every URL of a sitemap, a
     /// list, or every document under a root, a few at a time.
     Warm {
-        /// The server, as `http://HOST:PORT`.
-        #[arg(long, default_value = "http://127.0.0.1:8080")]
-        server: String,
+        /// The server: PORT or :PORT (127.0.0.1:PORT), HOST:PORT,
+        /// [IPv6]:PORT or http://HOST:PORT.
+        #[arg(long, value_parser = parse_client, default_value = "http://127.0.0.1:8080")]
+        server: Address,
         /// A sitemap (`<urlset><url><loc>`); each loc's path is requested.
         #[arg(long, value_name = "FILE", group = "from")]
         sitemap: Option<PathBuf>,
@@ -288,12 +294,13 @@ enum Command {
         action: CacheAction,
     },
     /// Validate a site configuration without serving: its keys and values,
-    /// and that every stylesheet it names exists under the root.
+    /// and that every stylesheet and program it names exists under the
+    /// root. Every problem is listed, then how many there are.
     Check {
         /// The configuration file [default: axle.toml in the root].
         #[arg(long)]
         config: Option<PathBuf>,
-        /// The document root the configuration's hrefs resolve against
+        /// The document root the configuration's paths resolve against
         /// [default: the directory of --config, else as for `serve`].
         #[arg(long)]
         root: Option<PathBuf>,
@@ -331,17 +338,18 @@ enum Command {
 enum CacheAction {
     /// Print the cache's counters (hits, misses, tiers, stage times) as JSON.
     Stats {
-        /// The admin listener's address (HOST:PORT, as given to `serve
-        /// --admin`).
-        #[arg(long, value_name = "ADDR")]
-        admin: String,
+        /// The admin listener's address, as given to `serve --admin`: PORT
+        /// or :PORT (127.0.0.1:PORT), HOST:PORT, [IPv6]:PORT or
+        /// http://HOST:PORT.
+        #[arg(long, value_name = "ADDR", value_parser = parse_client)]
+        admin: Address,
     },
     /// Drop stored responses whose URL path starts with PREFIX (all of them
     /// without it), in every tier, and forget remembered file hashes.
     Purge {
-        /// The admin listener's address (HOST:PORT).
-        #[arg(long, value_name = "ADDR")]
-        admin: String,
+        /// The admin listener's address (as for `cache stats`).
+        #[arg(long, value_name = "ADDR", value_parser = parse_client)]
+        admin: Address,
         /// A URL path prefix, e.g. /docs/.
         prefix: Option<String>,
     },
@@ -375,19 +383,52 @@ async fn cache_command(action: CacheAction) -> Result<(), String> {
     Ok(())
 }
 
-/// `serve`'s root when `--root` is not given. `cargo run` sets
-/// `CARGO_MANIFEST_DIR` in the environment of the program it runs (read
-/// here at run time, never baked in at build time), so the README's
-/// `cargo run --release -- serve` serves the bundled samples; an installed
-/// `axle serve` serves the directory it is started in.
-fn default_root() -> PathBuf {
-    if let Some(dir) = std::env::var_os("CARGO_MANIFEST_DIR") {
-        let samples = Path::new(&dir).join("samples");
-        if samples.join("index.xml").is_file() {
-            return samples;
-        }
+/// A document root chosen without `--root`, and the rule that chose it.
+struct ChosenRoot {
+    path: PathBuf,
+    how: &'static str,
+}
+
+/// `serve`'s root when `--root` is not given (and `check`'s, with neither
+/// `--root` nor `--config`), one rule whoever starts it (`cargo run`, an
+/// installed binary, `./target/release/axle`): the current directory if it
+/// holds `index.xml` or `axle.toml` (a site); else `./samples` if the
+/// current directory is an Axle checkout (its `Cargo.toml` is the `axle`
+/// package's, and `samples/index.xml` exists), so the README's commands
+/// serve the sample site from the checkout; else the current directory.
+fn default_root() -> ChosenRoot {
+    let here = Path::new(".");
+    if here.join("index.xml").is_file() || here.join(axle::http::CONFIG_FILE).is_file() {
+        return ChosenRoot {
+            path: PathBuf::from("."),
+            how: "the current directory, which holds index.xml or axle.toml",
+        };
     }
-    PathBuf::from(".")
+    if is_axle_checkout(here) {
+        return ChosenRoot {
+            path: PathBuf::from("samples"),
+            how: "samples/, the sample site of the Axle checkout in the current directory",
+        };
+    }
+    ChosenRoot {
+        path: PathBuf::from("."),
+        how: "the current directory, which holds no index.xml or axle.toml",
+    }
+}
+
+/// Is `dir` a checkout of Axle's sources with its sample site?
+fn is_axle_checkout(dir: &Path) -> bool {
+    if !dir.join("samples/index.xml").is_file() {
+        return false;
+    }
+    let Ok(manifest) = std::fs::read_to_string(dir.join("Cargo.toml")) else {
+        return false;
+    };
+    manifest
+        .parse::<toml::Table>()
+        .ok()
+        .and_then(|t| t.get("package")?.get("name")?.as_str().map(|n| n == "axle"))
+        .unwrap_or(false)
 }
 
 fn parse_param(text: &str) -> Result<(String, String), String> {
@@ -426,18 +467,7 @@ fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
-        Command::Check { config, root } => {
-            // An axle.toml lives in the root it configures.
-            let root = root
-                .or_else(|| {
-                    config
-                        .as_ref()
-                        .and_then(|c| c.parent())
-                        .map(Path::to_path_buf)
-                })
-                .unwrap_or_else(default_root);
-            check(config, root)
-        }
+        Command::Check { config, root } => check(config, root),
         Command::Serve {
             root,
             listen,
@@ -460,7 +490,15 @@ fn main() -> ExitCode {
             shared,
         } => {
             set_shared_dtds(&dtds);
-            let mut config = ServeConfig::new(root.unwrap_or_else(default_root));
+            let (root, root_chosen) = match root {
+                Some(root) => (root, None),
+                None => {
+                    let chosen = default_root();
+                    (chosen.path, Some(chosen.how.to_string()))
+                }
+            };
+            let mut config = ServeConfig::new(root);
+            config.root_chosen = root_chosen;
             config.listen = listen;
             config.reuse_port = reuse_port;
             config.cache_mode = cache;
@@ -566,37 +604,86 @@ fn set_shared_dtds(args: &DtdArgs) {
     }
 }
 
-/// `axle check`: the configuration loads, and every stylesheet it names
-/// exists under the root.
-fn check(config: Option<PathBuf>, root: PathBuf) -> Result<(), String> {
-    let root = root
-        .canonicalize()
-        .map_err(|e| format!("document root {}: {e}", root.display()))?;
-    let Some(path) = axle::http::site_config_path(&root, config.as_deref()) else {
-        return Err(format!(
-            "no configuration to check: {} does not exist (pass --config FILE, or --root DIR)",
-            root.join(axle::http::CONFIG_FILE).display()
-        ));
+/// `axle check`: the configuration loads, and every stylesheet and
+/// program it names can be used under the root. The file: `--config`, else
+/// `axle.toml` in the root. The root: `--root`, else the directory of
+/// `--config` (an `axle.toml` lives in the root it configures, as `serve`
+/// reads it from there), else `serve`'s default. Every problem is printed,
+/// then how many.
+fn check(config: Option<PathBuf>, root: Option<PathBuf>) -> Result<(), String> {
+    let (root, how) = match (root, &config) {
+        (Some(root), _) => (root, "given by --root"),
+        (None, Some(file)) => (
+            axle::site::file_directory(file),
+            "the directory of --config",
+        ),
+        (None, None) => {
+            let chosen = default_root();
+            (chosen.path, chosen.how)
+        }
     };
-    let site =
-        axle::site::SiteConfig::load(&path, Registry::default()).map_err(|e| e.to_string())?;
-    let problems = site.check_references(&root);
+    if let Some(file) = &config
+        && !file.is_file()
+    {
+        let what = if file.exists() {
+            "is not a file"
+        } else {
+            "does not exist"
+        };
+        return Err(format!(
+            "the configuration file {} (--config) {what}",
+            file.display()
+        ));
+    }
+    let canonical_root = root.canonicalize().map_err(|e| {
+        format!(
+            "the document root {} ({how}) cannot be used: {e}; pass --root DIR",
+            root.display()
+        )
+    })?;
+    if !canonical_root.is_dir() {
+        return Err(format!(
+            "the document root {} ({how}) is not a directory; pass --root DIR",
+            root.display()
+        ));
+    }
+    let path = match config {
+        Some(file) => file,
+        None => {
+            let file = root.join(axle::http::CONFIG_FILE);
+            if !file.is_file() {
+                return Err(format!(
+                    "no configuration to check: {} does not exist (the document root is {how}); \
+                     pass --config FILE or --root DIR",
+                    canonical_root.join(axle::http::CONFIG_FILE).display(),
+                ));
+            }
+            file
+        }
+    };
+    // The rule `serve` uses: every path in the file is relative to the root.
+    let problems =
+        match axle::site::SiteConfig::load_in(&path, Registry::default(), &canonical_root) {
+            Ok(site) => site.check_references(&canonical_root),
+            Err(errors) => errors.into_iter().collect(),
+        };
     if problems.is_empty() {
         println!(
             "axle: {} is valid for the root {}",
             path.display(),
-            root.display()
+            canonical_root.display()
         );
         return Ok(());
     }
     for problem in &problems {
         eprintln!("axle: {problem}");
     }
+    let n = problems.len();
     Err(format!(
-        "{} names {} stylesheet(s) that cannot be used under the root {}",
+        "{n} problem{} in {} (document root {})",
+        if n == 1 { "" } else { "s" },
         path.display(),
-        problems.len(),
-        root.display()
+        canonical_root.display()
     ))
 }
 

@@ -398,6 +398,11 @@ impl SiteConfig {
                 }),
             None => SharedCacheFile::default(),
         };
+        if !errors.is_empty() {
+            // Refused anyway: the programs that cannot run are named too.
+            errors.extend(problems.iter().cloned());
+            errors.extend(sections.iter().flat_map(|s| s.problems.iter().cloned()));
+        }
         if let Some(errors) = ConfigErrors::new(errors) {
             return Err(errors);
         }

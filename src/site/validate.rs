@@ -362,6 +362,8 @@ pub(super) fn validate(
         None => None,
     };
     if !errors.is_empty() {
+        // Refused anyway: its programs that cannot run are named too.
+        errors.extend(problems);
         return Err(errors);
     }
     Ok(ValidSection {
