@@ -379,8 +379,12 @@ async fn cache_command(action: CacheAction) -> Result<(), String> {
     if !(200..300).contains(&status) {
         return Err(format!("the admin listener answered {status}: {pretty}"));
     }
-    println!("{pretty}");
-    Ok(())
+    let mut out = std::io::stdout().lock();
+    match writeln!(out, "{pretty}").and_then(|()| out.flush()) {
+        // `axle cache stats | head` is not an error (as for `render`).
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other.map_err(|e| format!("writing the answer: {e}")),
+    }
 }
 
 /// A document root chosen without `--root`, and the rule that chose it.
@@ -662,11 +666,16 @@ fn check(config: Option<PathBuf>, root: Option<PathBuf>) -> Result<(), String> {
         }
     };
     // The rule `serve` uses: every path in the file is relative to the root.
-    let problems =
+    let mut problems =
         match axle::site::SiteConfig::load_in(&path, Registry::default(), &canonical_root) {
             Ok(site) => site.check_references(&canonical_root),
             Err(errors) => errors.into_iter().collect(),
         };
+    // Every line names the file as it was given (the loaded site knows it
+    // by its canonical path).
+    for problem in &mut problems {
+        problem.file.clone_from(&path);
+    }
     if problems.is_empty() {
         println!(
             "axle: {} is valid for the root {}",
