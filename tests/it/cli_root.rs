@@ -4,15 +4,15 @@
 //! `axle.toml`), `samples/` in an Axle checkout, else the current
 //! directory; the start names the root, the rule and `--root`.
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 use std::process::Stdio;
 
 use crate::support::axle;
 
 /// `axle serve --listen 127.0.0.1:0` in `dir` (with CARGO_MANIFEST_DIR set
-/// to `manifest_dir` when given, as `cargo run` does): its first two
-/// stdout lines, and what `/` answers.
+/// to `manifest_dir` when given, as `cargo run` does): its first stdout
+/// line, the rest of its stdout, and what `/` answers.
 async fn start_in(dir: &Path, manifest_dir: Option<&Path>) -> (String, String, u16) {
     let mut cmd = axle();
     cmd.args(["serve", "--listen", "127.0.0.1:0"])
@@ -25,9 +25,8 @@ async fn start_in(dir: &Path, manifest_dir: Option<&Path>) -> (String, String, u
     }
     let mut child = cmd.spawn().unwrap();
     let mut out = BufReader::new(child.stdout.take().unwrap());
-    let (mut first, mut second) = (String::new(), String::new());
+    let mut first = String::new();
     out.read_line(&mut first).unwrap();
-    out.read_line(&mut second).unwrap();
     let url = first
         .split_whitespace()
         .find(|w| w.starts_with("http://"))
@@ -36,7 +35,10 @@ async fn start_in(dir: &Path, manifest_dir: Option<&Path>) -> (String, String, u
     let status = reqwest::get(&url).await.unwrap().status().as_u16();
     child.kill().unwrap();
     child.wait().unwrap();
-    (first, second, status)
+    // Printed with the first line, before any request was answered.
+    let mut rest = String::new();
+    out.read_to_string(&mut rest).unwrap();
+    (first, rest, status)
 }
 
 /// A directory that looks like a checkout of Axle: its Cargo.toml is the
