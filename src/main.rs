@@ -531,7 +531,8 @@ fn main() -> ExitCode {
             }
             let served = builder
                 .build()
-                .map_err(|e| e.to_string())
+                // A configuration's problems, one per line, each as its own message.
+                .map_err(|e| e.to_string().replace('\n', "\naxle: "))
                 .and_then(|server| runtime.block_on(server.serve()).map_err(|e| e.to_string()));
             if served.is_ok() {
                 // Stopped by a signal, the shutdown timeout spent: a

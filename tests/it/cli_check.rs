@@ -124,6 +124,23 @@ fn every_mistake_is_reported_in_one_run_then_counted() {
         ],
         "{err}"
     );
+    // `serve` refuses the same file with the same four lines.
+    let out = axle()
+        .args(["serve", "--listen", "127.0.0.1:0", "--root", "."])
+        .current_dir(&site.root)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let served = String::from_utf8_lossy(&out.stderr);
+    let problems: Vec<&str> = served
+        .lines()
+        .filter(|l| l.starts_with("axle: ./axle.toml:"))
+        .collect();
+    assert_eq!(problems.len(), 4, "{served}");
+    assert!(
+        problems[1].ends_with("did you mean `cache-control`?"),
+        "{served}"
+    );
 }
 
 #[test]
