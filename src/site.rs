@@ -358,7 +358,7 @@ impl SiteConfig {
         }
         let mut private = esql::register(&format.esql, &mut registry, root, file, text, &spans)
             .unwrap_or_else(|e| {
-                errors.push(e);
+                errors.extend(e);
                 Vec::new()
             });
         let programs = private::program_candidates(&format, root);
@@ -384,7 +384,7 @@ impl SiteConfig {
         let limits = match &format.limits {
             Some(l) => {
                 LimitSettings::validate(l, &here("limits".to_string())).unwrap_or_else(|e| {
-                    errors.push(e);
+                    errors.extend(e);
                     LimitSettings::default()
                 })
             }

@@ -431,3 +431,46 @@ fn a_command_passing_proxy_is_refused_at_load_naming_file_key_and_line() {
         assert!(e.contains("axle.toml") && e.contains(spelling), "{e}");
     }
 }
+
+/// One load names every mistake, wherever it is: unknown keys, wrong
+/// types and bad values in locations, `[limits]` and `[esql.*]`, by line.
+#[test]
+fn every_mistake_of_a_file_is_reported_by_line() {
+    let text = "[location.\"/\"]\n\
+                styel = \"a\"\n\
+                output-charset = \"klingon\"\n\
+                \n\
+                [location.\"/b\"]\n\
+                params = \"some\"\n\
+                media-rules = [{ media = \"x\" }]\n\
+                \n\
+                [limits]\n\
+                render-timeout = \"soon\"\n\
+                max-body-size = \"lots\"\n\
+                \n\
+                [esql.one]\n\
+                url = \"mysql://x\"\n\
+                \n\
+                [esql.two]\n\
+                url = \"postgres://u@h:1/d\"\n\
+                max-rows = 0\n";
+    let errors = parse(text).unwrap_err();
+    let got: Vec<(String, Option<usize>)> =
+        errors.iter().map(|e| (e.key.clone(), e.line)).collect();
+    let want = [
+        ("location.\"/\".styel", 2),
+        ("location.\"/\".output-charset", 3),
+        ("location.\"/b\".params", 6),
+        ("location.\"/b\".media-rules[0]", 7),
+        ("limits.render-timeout", 10),
+        ("limits.max-body-size", 11),
+        ("esql.one.url", 14),
+        ("esql.two.max-rows", 18),
+    ];
+    let want: Vec<(String, Option<usize>)> = want
+        .iter()
+        .map(|(k, l)| (k.to_string(), Some(*l)))
+        .collect();
+    assert_eq!(got, want, "{errors}");
+    assert_eq!(errors.to_string().lines().count(), 8);
+}
