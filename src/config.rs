@@ -9,10 +9,12 @@ use crate::ffi::Limits;
 
 mod address;
 mod limits;
+mod root_choice;
 mod shared_cache;
 
 pub use address::{ADDRESS_FORMS, Address, parse_client, parse_listen};
 pub use limits::{HttpLimits, RenderLimits, parse_duration};
+pub use root_choice::{ChosenRoot, choose_root};
 pub use shared_cache::SharedCacheFlags;
 
 /// How transform results are cached (chosen at start-up, `--cache`).

@@ -387,52 +387,11 @@ async fn cache_command(action: CacheAction) -> Result<(), String> {
     }
 }
 
-/// A document root chosen without `--root`, and the rule that chose it.
-struct ChosenRoot {
-    path: PathBuf,
-    how: &'static str,
-}
-
 /// `serve`'s root when `--root` is not given (and `check`'s, with neither
-/// `--root` nor `--config`), one rule whoever starts it (`cargo run`, an
-/// installed binary, `./target/release/axle`): the current directory if it
-/// holds `index.xml` or `axle.toml` (a site); else `./samples` if the
-/// current directory is an Axle checkout (its `Cargo.toml` is the `axle`
-/// package's, and `samples/index.xml` exists), so the README's commands
-/// serve the sample site from the checkout; else the current directory.
-fn default_root() -> ChosenRoot {
-    let here = Path::new(".");
-    if here.join("index.xml").is_file() || here.join(axle::http::CONFIG_FILE).is_file() {
-        return ChosenRoot {
-            path: PathBuf::from("."),
-            how: "the current directory, which holds index.xml or axle.toml",
-        };
-    }
-    if is_axle_checkout(here) {
-        return ChosenRoot {
-            path: PathBuf::from("samples"),
-            how: "samples/, the sample site of the Axle checkout in the current directory",
-        };
-    }
-    ChosenRoot {
-        path: PathBuf::from("."),
-        how: "the current directory, which holds no index.xml or axle.toml",
-    }
-}
-
-/// Is `dir` a checkout of Axle's sources with its sample site?
-fn is_axle_checkout(dir: &Path) -> bool {
-    if !dir.join("samples/index.xml").is_file() {
-        return false;
-    }
-    let Ok(manifest) = std::fs::read_to_string(dir.join("Cargo.toml")) else {
-        return false;
-    };
-    manifest
-        .parse::<toml::Table>()
-        .ok()
-        .and_then(|t| t.get("package")?.get("name")?.as_str().map(|n| n == "axle"))
-        .unwrap_or(false)
+/// `--root` nor `--config`): `axle::config::choose_root`'s rule, in the
+/// current directory.
+fn default_root() -> axle::config::ChosenRoot {
+    axle::config::choose_root(Path::new("."), axle::http::CONFIG_FILE)
 }
 
 fn parse_param(text: &str) -> Result<(String, String), String> {
