@@ -568,92 +568,22 @@ fn set_shared_dtds(args: &DtdArgs) {
     }
 }
 
-/// `axle check`: the configuration loads, and every stylesheet and
-/// program it names can be used under the root. The file: `--config`, else
-/// `axle.toml` in the root. The root: `--root`, else the directory of
-/// `--config` (an `axle.toml` lives in the root it configures, as `serve`
-/// reads it from there), else `serve`'s default. Every problem is printed,
-/// then how many.
+/// `axle check` ([`axle::site::check_target`] says which file and root):
+/// every problem printed, then how many.
 fn check(config: Option<PathBuf>, root: Option<PathBuf>) -> Result<(), String> {
-    let (root, how) = match (root, &config) {
-        (Some(root), _) => (root, "given by --root"),
-        (None, Some(file)) => (
-            axle::site::file_directory(file),
-            "the directory of --config",
-        ),
-        (None, None) => {
-            let chosen = default_root();
-            (chosen.path, chosen.how)
-        }
-    };
-    if let Some(file) = &config
-        && !file.is_file()
-    {
-        let what = if file.exists() {
-            "is not a file"
-        } else {
-            "does not exist"
-        };
-        return Err(format!(
-            "the configuration file {} (--config) {what}",
-            file.display()
-        ));
-    }
-    let canonical_root = root.canonicalize().map_err(|e| {
-        format!(
-            "the document root {} ({how}) cannot be used: {e}; pass --root DIR",
-            root.display()
-        )
-    })?;
-    if !canonical_root.is_dir() {
-        return Err(format!(
-            "the document root {} ({how}) is not a directory; pass --root DIR",
-            root.display()
-        ));
-    }
-    let path = match config {
-        Some(file) => file,
-        None => {
-            let file = root.join(axle::http::CONFIG_FILE);
-            if !file.is_file() {
-                return Err(format!(
-                    "no configuration to check: {} does not exist (the document root is {how}); \
-                     pass --config FILE or --root DIR",
-                    canonical_root.join(axle::http::CONFIG_FILE).display(),
-                ));
-            }
-            file
-        }
-    };
-    // The rule `serve` uses: every path in the file is relative to the root.
-    let mut problems =
-        match axle::site::SiteConfig::load_in(&path, Registry::default(), &canonical_root) {
-            Ok(site) => site.check_references(&canonical_root),
-            Err(errors) => errors.into_iter().collect(),
-        };
-    // Every line names the file as it was given (the loaded site knows it
-    // by its canonical path).
-    for problem in &mut problems {
-        problem.file.clone_from(&path);
-    }
+    let target = axle::site::check_target(config.as_deref(), root.as_deref(), Path::new("."))?;
+    let problems = axle::site::check(&target, Registry::default());
+    let (file, root) = (target.file.display(), target.root.display());
     if problems.is_empty() {
-        println!(
-            "axle: {} is valid for the root {}",
-            path.display(),
-            canonical_root.display()
-        );
+        println!("axle: {file} is valid for the root {root}");
         return Ok(());
     }
     for problem in &problems {
         eprintln!("axle: {problem}");
     }
     let n = problems.len();
-    Err(format!(
-        "{n} problem{} in {} (document root {})",
-        if n == 1 { "" } else { "s" },
-        path.display(),
-        canonical_root.display()
-    ))
+    let s = if n == 1 { "" } else { "s" };
+    Err(format!("{n} problem{s} in {file} (document root {root})"))
 }
 
 /// How `render` found its root, for messages.

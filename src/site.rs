@@ -20,6 +20,7 @@ use crate::chain::{Processor, ProcessorOrder};
 use crate::language::Registry;
 use crate::prolog::StylesheetPi;
 
+mod check;
 mod errors;
 mod esql;
 mod filters;
@@ -33,6 +34,7 @@ mod sources;
 mod spans;
 mod validate;
 
+pub use check::{CheckTarget, check, check_target};
 pub use errors::{ConfigError, ConfigErrors};
 pub use limits::LimitSettings;
 pub use shared_cache::SharedCacheFile;
