@@ -3,8 +3,9 @@
 //! answer's status and body. Tiny on purpose: it talks only to Axle's own
 //! admin listener, on an address the operator names. It sends `Host:
 //! HOST:PORT` (as the operator wrote it, `127.0.0.1:PORT` for a bare
-//! port: what the admin answers when it is one of its names) and `X-Axle-Admin: 1`, the header a state-changing admin
-//! request must carry (`guard`).
+//! port: what the admin answers when it is one of its names) and
+//! `X-Axle-Admin: 1`, the header a state-changing admin request must carry
+//! (`guard`).
 
 use std::time::Duration;
 
