@@ -166,6 +166,31 @@ fn a_program_that_cannot_run_is_named_once() {
     );
     assert!(err.contains("axle.toml:6: location.\"/\".processor[0].href: stylesheet /s/missing.xsl does not exist"), "{err}");
     assert!(err.contains("axle: 2 problems in ./axle.toml"), "{err}");
+    // `serve` starts anyway, and warns about the program once.
+    let mut child = axle()
+        .args(["serve", "--listen", "127.0.0.1:0", "--root"])
+        .arg(&site.root)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut log = String::new();
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap());
+    while !log.contains("axle serving") {
+        let mut line = String::new();
+        if std::io::BufRead::read_line(&mut lines, &mut line).unwrap() == 0 {
+            break;
+        }
+        log.push_str(&line);
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(log.contains("axle serving"), "{log}");
+    assert_eq!(
+        log.matches("/nonexistent/axle-check-program").count(),
+        1,
+        "{log}"
+    );
 }
 
 /// A configuration kept outside the root names an `esql` SQLite database
