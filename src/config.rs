@@ -7,10 +7,14 @@ use std::path::PathBuf;
 
 use crate::ffi::Limits;
 
+mod address;
 mod limits;
+mod root_choice;
 mod shared_cache;
 
+pub use address::{ADDRESS_FORMS, Address, parse_client, parse_listen};
 pub use limits::{HttpLimits, RenderLimits, parse_duration};
+pub use root_choice::{ChosenRoot, choose_root};
 pub use shared_cache::SharedCacheFlags;
 
 /// How transform results are cached (chosen at start-up, `--cache`).
@@ -129,6 +133,9 @@ pub struct ServeConfig {
     pub pid_file: Option<PathBuf>,
     /// The access log (`--access-log FILE|-`), off when None.
     pub access_log: Option<AccessLogConfig>,
+    /// How the root was chosen when no `--root` named it (`axle serve`'s
+    /// rule, docs/operations.md), for the start line; None: given.
+    pub root_chosen: Option<String>,
 }
 
 /// `--access-log` and `--access-log-format`.
@@ -187,6 +194,7 @@ impl ServeConfig {
             tiers: TierList::default(),
             pid_file: None,
             access_log: None,
+            root_chosen: None,
         }
     }
 }
@@ -225,40 +233,6 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
 /// The port `axle serve` listens on when none is given.
 pub const DEFAULT_PORT: u16 = 8080;
 
-/// Parses a listen address: `8080` (loopback), `:8080` (every interface),
-/// `127.0.0.1:8080`, `[::1]:8080`, or a host name with a port
-/// (`localhost:8080`, resolved once, first address).
-pub fn parse_listen(text: &str) -> Result<SocketAddr, String> {
-    use std::net::{Ipv4Addr, ToSocketAddrs};
-    let t = text.trim();
-    let bad = || {
-        format!(
-            "'{text}' is not an address to listen on (examples: 8080, :8080, \
-             127.0.0.1:8080, localhost:8080, [::1]:8080)"
-        )
-    };
-    if let Ok(port) = t.parse::<u16>() {
-        return Ok(SocketAddr::from((Ipv4Addr::LOCALHOST, port)));
-    }
-    if let Some(port) = t.strip_prefix(':') {
-        let port = port.parse::<u16>().map_err(|_| bad())?;
-        return Ok(SocketAddr::from((Ipv4Addr::UNSPECIFIED, port)));
-    }
-    if let Ok(addr) = t.parse::<SocketAddr>() {
-        return Ok(addr);
-    }
-    let (host, port) = t.rsplit_once(':').ok_or_else(bad)?;
-    if host.is_empty() || port.parse::<u16>().is_err() {
-        return Err(bad());
-    }
-    let mut addrs = t
-        .to_socket_addrs()
-        .map_err(|e| format!("cannot resolve '{host}' to listen on: {e}"))?;
-    addrs
-        .next()
-        .ok_or_else(|| format!("'{host}' resolves to no address to listen on"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -279,37 +253,6 @@ mod tests {
         }
         for bad in ["", "MiB", "12Q", "-1", "99999999999999999999T"] {
             assert!(parse_size(bad).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn listen_addresses_parse_in_every_spelling() {
-        for (text, want) in [
-            ("8087", "127.0.0.1:8087"),
-            (":8087", "0.0.0.0:8087"),
-            ("127.0.0.1:8087", "127.0.0.1:8087"),
-            ("[::1]:8087", "[::1]:8087"),
-            ("0", "127.0.0.1:0"),
-        ] {
-            assert_eq!(parse_listen(text), Ok(want.parse().unwrap()), "{text}");
-        }
-        let local = parse_listen("localhost:8087").unwrap();
-        assert!(local.ip().is_loopback(), "{local}");
-        assert_eq!(local.port(), 8087);
-        for bad in [
-            "",
-            "localhost",
-            ":",
-            "99999",
-            "host:port",
-            ":x",
-            "1.2.3.4:99999",
-        ] {
-            let err = parse_listen(bad).unwrap_err();
-            assert!(
-                err.contains("8080") || err.contains("resolve"),
-                "{bad}: {err}"
-            );
         }
     }
 }

@@ -10,7 +10,10 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 
 use axle::Registry;
-use axle::config::{CacheMode, Freshness, ServeConfig, parse_duration, parse_listen, parse_size};
+use axle::config::{
+    Address, CacheMode, Freshness, ServeConfig, parse_client, parse_duration, parse_listen,
+    parse_size,
+};
 use axle::http::HttpError;
 use axle::pipeline::Pipeline;
 use axle::provider::{Provider, ResourceKind};
@@ -181,12 +184,13 @@ impl LimitArgs {
 enum Command {
     /// Serve a document root over HTTP.
     Serve {
-        /// The document root [default: samples/ under `cargo run` in Axle's
-        /// source tree, else the current directory].
+        /// The document root [default: the current directory if it holds
+        /// index.xml or axle.toml, else samples/ when the current directory
+        /// is an Axle checkout, else the current directory].
         #[arg(long)]
         root: Option<PathBuf>,
         /// Address to listen on: PORT (loopback), :PORT (every interface),
-        /// HOST:PORT, [IPv6]:PORT.
+        /// HOST:PORT, [IPv6]:PORT or http://HOST:PORT.
         #[arg(long, value_parser = parse_listen, default_value = "127.0.0.1:8080")]
         listen: SocketAddr,
         /// Share the port with other servers that also ask to (SO_REUSEPORT);
@@ -221,7 +225,8 @@ enum Command {
         #[arg(long, value_parser = parse_size, default_value = "1GiB")]
         cache_dir_size: u64,
         /// Serve the admin listener (GET /stats, POST /purge) on this
-        /// address, e.g. 127.0.0.1:9090. Off by default.
+        /// address, in --listen's forms (e.g. 9090: 127.0.0.1:9090). Off by
+        /// default.
         #[arg(long, value_name = "ADDR", value_parser = parse_listen)]
         admin: Option<SocketAddr>,
         /// Another Host name the admin listener answers to (repeatable;
@@ -265,9 +270,10 @@ enum Command {
     /// Fill a running server's cache: request every URL of a sitemap, a
     /// list, or every document under a root, a few at a time.
     Warm {
-        /// The server, as `http://HOST:PORT`.
-        #[arg(long, default_value = "http://127.0.0.1:8080")]
-        server: String,
+        /// The server: PORT or :PORT (127.0.0.1:PORT), HOST:PORT,
+        /// [IPv6]:PORT or http://HOST:PORT.
+        #[arg(long, value_parser = parse_client, default_value = "http://127.0.0.1:8080")]
+        server: Address,
         /// A sitemap (`<urlset><url><loc>`); each loc's path is requested.
         #[arg(long, value_name = "FILE", group = "from")]
         sitemap: Option<PathBuf>,
@@ -288,12 +294,13 @@ enum Command {
         action: CacheAction,
     },
     /// Validate a site configuration without serving: its keys and values,
-    /// and that every stylesheet it names exists under the root.
+    /// and that every stylesheet and program it names exists under the
+    /// root. Every problem is listed, then how many there are.
     Check {
         /// The configuration file [default: axle.toml in the root].
         #[arg(long)]
         config: Option<PathBuf>,
-        /// The document root the configuration's hrefs resolve against
+        /// The document root the configuration's paths resolve against
         /// [default: the directory of --config, else as for `serve`].
         #[arg(long)]
         root: Option<PathBuf>,
@@ -331,17 +338,18 @@ enum Command {
 enum CacheAction {
     /// Print the cache's counters (hits, misses, tiers, stage times) as JSON.
     Stats {
-        /// The admin listener's address (HOST:PORT, as given to `serve
-        /// --admin`).
-        #[arg(long, value_name = "ADDR")]
-        admin: String,
+        /// The admin listener's address, as given to `serve --admin`: PORT
+        /// or :PORT (127.0.0.1:PORT), HOST:PORT, [IPv6]:PORT or
+        /// http://HOST:PORT.
+        #[arg(long, value_name = "ADDR", value_parser = parse_client)]
+        admin: Address,
     },
     /// Drop stored responses whose URL path starts with PREFIX (all of them
     /// without it), in every tier, and forget remembered file hashes.
     Purge {
-        /// The admin listener's address (HOST:PORT).
-        #[arg(long, value_name = "ADDR")]
-        admin: String,
+        /// The admin listener's address (as for `cache stats`).
+        #[arg(long, value_name = "ADDR", value_parser = parse_client)]
+        admin: Address,
         /// A URL path prefix, e.g. /docs/.
         prefix: Option<String>,
     },
@@ -371,23 +379,19 @@ async fn cache_command(action: CacheAction) -> Result<(), String> {
     if !(200..300).contains(&status) {
         return Err(format!("the admin listener answered {status}: {pretty}"));
     }
-    println!("{pretty}");
-    Ok(())
+    let mut out = std::io::stdout().lock();
+    match writeln!(out, "{pretty}").and_then(|()| out.flush()) {
+        // `axle cache stats | head` is not an error (as for `render`).
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other.map_err(|e| format!("writing the answer: {e}")),
+    }
 }
 
-/// `serve`'s root when `--root` is not given. `cargo run` sets
-/// `CARGO_MANIFEST_DIR` in the environment of the program it runs (read
-/// here at run time, never baked in at build time), so the README's
-/// `cargo run --release -- serve` serves the bundled samples; an installed
-/// `axle serve` serves the directory it is started in.
-fn default_root() -> PathBuf {
-    if let Some(dir) = std::env::var_os("CARGO_MANIFEST_DIR") {
-        let samples = Path::new(&dir).join("samples");
-        if samples.join("index.xml").is_file() {
-            return samples;
-        }
-    }
-    PathBuf::from(".")
+/// `serve`'s root when `--root` is not given (and `check`'s, with neither
+/// `--root` nor `--config`): `axle::config::choose_root`'s rule, in the
+/// current directory.
+fn default_root() -> axle::config::ChosenRoot {
+    axle::config::choose_root(Path::new("."), axle::http::CONFIG_FILE)
 }
 
 fn parse_param(text: &str) -> Result<(String, String), String> {
@@ -426,18 +430,7 @@ fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
-        Command::Check { config, root } => {
-            // An axle.toml lives in the root it configures.
-            let root = root
-                .or_else(|| {
-                    config
-                        .as_ref()
-                        .and_then(|c| c.parent())
-                        .map(Path::to_path_buf)
-                })
-                .unwrap_or_else(default_root);
-            check(config, root)
-        }
+        Command::Check { config, root } => check(config, root),
         Command::Serve {
             root,
             listen,
@@ -460,7 +453,15 @@ fn main() -> ExitCode {
             shared,
         } => {
             set_shared_dtds(&dtds);
-            let mut config = ServeConfig::new(root.unwrap_or_else(default_root));
+            let (root, root_chosen) = match root {
+                Some(root) => (root, None),
+                None => {
+                    let chosen = default_root();
+                    (chosen.path, Some(chosen.how.to_string()))
+                }
+            };
+            let mut config = ServeConfig::new(root);
+            config.root_chosen = root_chosen;
             config.listen = listen;
             config.reuse_port = reuse_port;
             config.cache_mode = cache;
@@ -489,7 +490,8 @@ fn main() -> ExitCode {
             }
             let served = builder
                 .build()
-                .map_err(|e| e.to_string())
+                // A configuration's problems, one per line, each as its own message.
+                .map_err(|e| e.to_string().replace('\n', "\naxle: "))
                 .and_then(|server| runtime.block_on(server.serve()).map_err(|e| e.to_string()));
             if served.is_ok() {
                 // Stopped by a signal, the shutdown timeout spent: a
@@ -566,38 +568,22 @@ fn set_shared_dtds(args: &DtdArgs) {
     }
 }
 
-/// `axle check`: the configuration loads, and every stylesheet it names
-/// exists under the root.
-fn check(config: Option<PathBuf>, root: PathBuf) -> Result<(), String> {
-    let root = root
-        .canonicalize()
-        .map_err(|e| format!("document root {}: {e}", root.display()))?;
-    let Some(path) = axle::http::site_config_path(&root, config.as_deref()) else {
-        return Err(format!(
-            "no configuration to check: {} does not exist (pass --config FILE, or --root DIR)",
-            root.join(axle::http::CONFIG_FILE).display()
-        ));
-    };
-    let site =
-        axle::site::SiteConfig::load(&path, Registry::default()).map_err(|e| e.to_string())?;
-    let problems = site.check_references(&root);
+/// `axle check` ([`axle::site::check_target`] says which file and root):
+/// every problem printed, then how many.
+fn check(config: Option<PathBuf>, root: Option<PathBuf>) -> Result<(), String> {
+    let target = axle::site::check_target(config.as_deref(), root.as_deref(), Path::new("."))?;
+    let problems = axle::site::check(&target, Registry::default());
+    let (file, root) = (target.file.display(), target.root.display());
     if problems.is_empty() {
-        println!(
-            "axle: {} is valid for the root {}",
-            path.display(),
-            root.display()
-        );
+        println!("axle: {file} is valid for the root {root}");
         return Ok(());
     }
     for problem in &problems {
         eprintln!("axle: {problem}");
     }
-    Err(format!(
-        "{} names {} stylesheet(s) that cannot be used under the root {}",
-        path.display(),
-        problems.len(),
-        root.display()
-    ))
+    let n = problems.len();
+    let s = if n == 1 { "" } else { "s" };
+    Err(format!("{n} problem{s} in {file} (document root {root})"))
 }
 
 /// How `render` found its root, for messages.

@@ -95,7 +95,7 @@ pub enum BuildError {
     },
     /// The configuration file does not load.
     #[error(transparent)]
-    Config(#[from] crate::site::ConfigError),
+    Config(#[from] crate::site::ConfigErrors),
     /// The document root or the configuration file's place is refused, or
     /// the pipeline cannot start.
     #[error(transparent)]

@@ -20,23 +20,12 @@ use crate::chain::{Processor, ProcessorOrder};
 use crate::language::Registry;
 use crate::prolog::StylesheetPi;
 
-/// A problem in the configuration file.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{}{}: {key}: {message}", file.display(), line.map(|l| format!(":{l}")).unwrap_or_default())]
-pub struct ConfigError {
-    /// The file.
-    pub file: PathBuf,
-    /// 1-based line, when known.
-    pub line: Option<usize>,
-    /// The key (e.g. `location."/docs".processor[1].uri`).
-    pub key: String,
-    /// What is wrong.
-    pub message: String,
-}
-
+mod check;
+mod errors;
 mod esql;
 mod filters;
 mod format;
+mod lenient;
 mod limits;
 mod private;
 mod references;
@@ -45,12 +34,14 @@ mod sources;
 mod spans;
 mod validate;
 
+pub use check::{CheckTarget, check, check_target};
+pub use errors::{ConfigError, ConfigErrors};
 pub use limits::LimitSettings;
 pub use shared_cache::SharedCacheFile;
 
-use format::{FileFormat, OrderWord, ParamSetting};
+use format::{OrderWord, ParamSetting};
 use spans::{Spans, join};
-use validate::{Here, ValidSection, serde_error, validate};
+use validate::{Here, ValidSection, validate};
 
 // ---------------------------------------------------------------------------
 // Validated sections
@@ -285,22 +276,25 @@ impl SiteConfig {
         self.source.as_deref()
     }
 
-    /// Loads and validates `path`; `registry` names the Languages that
-    /// `types` may refer to. Programs it names (filters, `command`
-    /// sources) run in the file's own directory: see [`SiteConfig::load_in`]
-    /// for a file kept outside the document root.
-    pub fn load(path: &Path, registry: Registry) -> Result<SiteConfig, ConfigError> {
-        let root = path.parent().unwrap_or(Path::new("."));
-        Self::load_in(path, registry, root)
+    /// Loads and validates `path`, taking the file's own directory as the
+    /// document root: [`SiteConfig::load_in`] with that root (what `axle
+    /// render` and tests use when the file is the root's `axle.toml`).
+    pub fn load(path: &Path, registry: Registry) -> Result<SiteConfig, ConfigErrors> {
+        Self::load_in(path, registry, &file_directory(path))
     }
 
-    /// [`SiteConfig::load`] for the document root `root`: the working
-    /// directory of the programs the file names.
+    /// Loads and validates `path` for the document root `root`; `registry`
+    /// names the Languages that `types` may refer to. The one rule for
+    /// every relative path the file holds (an `esql` SQLite database or
+    /// `init` file, a program's working directory and argv files, hrefs):
+    /// it is relative to the document root, wherever the file itself is.
+    /// `axle serve` and `axle check` both load through here. Every
+    /// problem is reported, not just the first.
     pub fn load_in(
         path: &Path,
         registry: Registry,
         root: &Path,
-    ) -> Result<SiteConfig, ConfigError> {
+    ) -> Result<SiteConfig, ConfigErrors> {
         let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
             file: path.to_path_buf(),
             line: None,
@@ -315,13 +309,9 @@ impl SiteConfig {
     }
 
     /// Parses and validates configuration text (`file` names it in errors;
-    /// programs it names run in `file`'s directory).
-    pub fn parse(text: &str, file: &Path, registry: Registry) -> Result<SiteConfig, ConfigError> {
-        let root = match file.parent() {
-            Some(dir) if !dir.as_os_str().is_empty() => dir,
-            _ => Path::new("."),
-        };
-        Self::parse_in(text, file, registry, root)
+    /// its directory is the document root, as for [`SiteConfig::load`]).
+    pub fn parse(text: &str, file: &Path, registry: Registry) -> Result<SiteConfig, ConfigErrors> {
+        Self::parse_in(text, file, registry, &file_directory(file))
     }
 
     /// [`SiteConfig::parse`] for the document root `root`.
@@ -330,7 +320,7 @@ impl SiteConfig {
         file: &Path,
         mut registry: Registry,
         root: &Path,
-    ) -> Result<SiteConfig, ConfigError> {
+    ) -> Result<SiteConfig, ConfigErrors> {
         // One spelling of the root for everything below (`samples`,
         // `./samples/`, a link to it): what is private is compared with
         // canonical paths.
@@ -340,31 +330,50 @@ impl SiteConfig {
             .unwrap_or_else(|_| root.to_path_buf());
         let root = canonical_root.as_path();
         let spans = Spans::parse(text);
-        let format: FileFormat =
-            toml::from_str(text).map_err(|e| serde_error(file, text, &spans, &e))?;
+        // Every mistake is collected; the file is refused at the end.
+        let (format, mut errors) = lenient::read_format(file, text);
+        let Some(format) = format else {
+            return Err(ConfigErrors::new(errors).unwrap_or_else(|| {
+                ConfigErrors::from(ConfigError {
+                    file: file.to_path_buf(),
+                    line: None,
+                    key: "(file)".into(),
+                    message: "not readable".into(),
+                })
+            }));
+        };
+        let here = |section: String| Here {
+            file,
+            text,
+            spans: &spans,
+            section,
+        };
         // Filters first: locations may name their types.
         let mut problems = Vec::new();
         for (mime, filter) in &format.filter {
-            let here = Here {
-                file,
-                text,
-                spans: &spans,
-                section: join("filter", mime),
-            };
-            filters::register(mime, filter, &mut registry, root, &here, &mut problems)?;
+            let here = here(join("filter", mime));
+            if let Err(e) =
+                filters::register(mime, filter, &mut registry, root, &here, &mut problems)
+            {
+                errors.push(e);
+            }
         }
-        let mut private = esql::register(&format.esql, &mut registry, root, file, text, &spans)?;
+        let mut private = esql::register(&format.esql, &mut registry, root, file, text, &spans)
+            .unwrap_or_else(|e| {
+                errors.extend(e);
+                Vec::new()
+            });
         let programs = private::program_candidates(&format, root);
         let mut sections = Vec::new();
         for (prefix, section) in format.location {
-            let here = Here {
-                file,
-                text,
-                spans: &spans,
-                section: join("location", &prefix),
-            };
-            private::check_location(&section, &prefix, &here)?;
-            sections.push(validate(prefix, section, &registry, root, &here)?);
+            let here = here(join("location", &prefix));
+            if let Err(e) = private::check_location(&section, &prefix, &here) {
+                errors.push(e);
+            }
+            match validate(prefix, section, &registry, root, &here) {
+                Ok(valid) => sections.push(valid),
+                Err(e) => errors.extend(e),
+            }
         }
         private.extend(private::location_paths(&sections, root));
         // Outermost first: shorter prefixes contain longer ones.
@@ -376,28 +385,29 @@ impl SiteConfig {
         });
         let limits = match &format.limits {
             Some(l) => {
-                let here = Here {
-                    file,
-                    text,
-                    spans: &spans,
-                    section: "limits".to_string(),
-                };
-                LimitSettings::validate(l, &here)?
+                LimitSettings::validate(l, &here("limits".to_string())).unwrap_or_else(|e| {
+                    errors.extend(e);
+                    LimitSettings::default()
+                })
             }
             None => LimitSettings::default(),
         };
         let shared_cache = match &format.shared_cache {
-            Some(f) => {
-                let here = Here {
-                    file,
-                    text,
-                    spans: &spans,
-                    section: "shared-cache".to_string(),
-                };
-                SharedCacheFile::validate(f, &here)?
-            }
+            Some(f) => SharedCacheFile::validate(f, &here("shared-cache".to_string()))
+                .unwrap_or_else(|e| {
+                    errors.push(e);
+                    SharedCacheFile::default()
+                }),
             None => SharedCacheFile::default(),
         };
+        if !errors.is_empty() {
+            // Refused anyway: the programs that cannot run are named too.
+            errors.extend(problems.iter().cloned());
+            errors.extend(sections.iter().flat_map(|s| s.problems.iter().cloned()));
+        }
+        if let Some(errors) = ConfigErrors::new(errors) {
+            return Err(errors);
+        }
         let mut site = SiteConfig {
             sections,
             registry,
@@ -411,6 +421,17 @@ impl SiteConfig {
         };
         site.programs = private::programs_not_served(&site, programs, root);
         Ok(site)
+    }
+
+    /// Problems that do not stop the site (a program that cannot be run
+    /// yet), each once: `axle serve` warns about them, `axle check`
+    /// refuses them ([`SiteConfig::check_references`] includes them).
+    pub fn problems(&self) -> Vec<ConfigError> {
+        let mut all = self.problems.clone();
+        for section in &self.sections {
+            all.extend(section.problems.iter().cloned());
+        }
+        all
     }
 
     /// The prefixes of the locations whose documents come from a dynamic
@@ -627,6 +648,15 @@ type MergedMemo = HashMap<Vec<usize>, Arc<Location>, foldhash::quality::RandomSt
 const MAX_MERGED: usize = 1024;
 
 /// Does a location prefix cover this URL path (on segment boundaries)?
+/// The directory a configuration file is in (`.` for a bare name such as
+/// `axle.toml`, whose `parent()` is the empty path).
+pub fn file_directory(file: &Path) -> PathBuf {
+    match file.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
 fn prefix_matches(prefix: &str, path: &str) -> bool {
     let prefix = prefix.trim_end_matches('/');
     prefix.is_empty()

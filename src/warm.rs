@@ -16,9 +16,9 @@ use hyper_util::rt::TokioIo;
 /// What `axle warm` failed at (before any request, or every request).
 #[derive(Debug, thiserror::Error)]
 pub enum WarmError {
-    /// The server address is not `http://HOST:PORT`.
-    #[error("'{0}' is not a server address (http://HOST:PORT)")]
-    Server(String),
+    /// The client's runtime could not start.
+    #[error("cannot start the runtime: {0}")]
+    Runtime(String),
     /// A file the URLs come from could not be read.
     #[error("cannot read {path}: {reason}")]
     Read {
@@ -174,21 +174,16 @@ fn documents(root: &Path) -> Vec<String> {
     out
 }
 
-/// Requests every URL of `urls` from the server at `server`
-/// (`http://HOST:PORT`), `concurrency` at a time, each over a kept-alive
+/// Requests every URL of `urls` from the server at `server` (any of the
+/// forms of [`crate::config::Address`]), `concurrency` at a time, each over a kept-alive
 /// connection of its own worker; `progress` is told after each one.
 pub async fn warm(
-    server: &str,
+    server: &crate::config::Address,
     urls: Vec<String>,
     concurrency: usize,
     progress: impl Fn(usize, usize) + Send + Sync + 'static,
 ) -> Result<Report, WarmError> {
-    let authority = server
-        .trim_end_matches('/')
-        .strip_prefix("http://")
-        .filter(|a| !a.is_empty() && !a.contains('/'))
-        .ok_or_else(|| WarmError::Server(server.to_string()))?
-        .to_string();
+    let authority = server.authority();
     if urls.is_empty() {
         return Err(WarmError::Empty);
     }
@@ -315,7 +310,11 @@ async fn connect(authority: &str) -> Result<Sender, String> {
 /// `axle warm`: the URLs, the requests with a progress bar (plain lines
 /// when stderr is not a terminal), a summary; an error listing every URL
 /// that failed.
-pub fn command(server: &str, source: &Source, concurrency: usize) -> Result<Report, WarmError> {
+pub fn command(
+    server: &crate::config::Address,
+    source: &Source,
+    concurrency: usize,
+) -> Result<Report, WarmError> {
     use std::io::IsTerminal;
     let urls = urls(source)?;
     let total = urls.len();
@@ -339,7 +338,7 @@ pub fn command(server: &str, source: &Source, concurrency: usize) -> Result<Repo
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(|e| WarmError::Server(e.to_string()))?;
+        .map_err(|e| WarmError::Runtime(e.to_string()))?;
     let report = runtime.block_on(warm(server, urls, concurrency, progress))?;
     if let Some(bar) = bar {
         bar.finish_and_clear();

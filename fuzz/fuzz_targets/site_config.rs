@@ -27,9 +27,11 @@ fuzz_target!(|data: &[u8]| {
                 let _ = site.location(&line[start..]);
             }
         }
-        Err(e) => {
-            assert_eq!(e.file, file, "an error names another file");
-            let _ = e.to_string();
+        Err(errors) => {
+            for e in &errors {
+                assert_eq!(e.file, file, "an error names another file");
+            }
+            let _ = errors.to_string();
         }
     }
 });

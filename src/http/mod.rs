@@ -51,7 +51,7 @@ use crate::config::ServeConfig;
 use crate::language::Registry;
 use crate::pipeline::{Pipeline, PipelineError, RenderRequest};
 use crate::provider::{Located, Provider, ProviderError, ResourceKind, normalize_request_path};
-use crate::site::{ConfigError, Location, SiteConfig};
+use crate::site::{ConfigError, ConfigErrors, Location, SiteConfig};
 
 pub use document::CACHE_HEADER;
 
@@ -173,7 +173,7 @@ impl App {
     /// to the release it names now) and loads the configuration file again
     /// from it: the configuration, its private set and the root are put
     /// in force together. On error the old ones stay.
-    pub fn reload(&self) -> Result<(), ConfigError> {
+    pub fn reload(&self) -> Result<(), ConfigErrors> {
         let _one_at_a_time = self.reloading.lock().unwrap_or_else(|p| p.into_inner());
         let files = self.pipeline.provider();
         let old_root = files.root().to_path_buf();
@@ -199,6 +199,9 @@ impl App {
             None => SiteConfig::defaults(self.registry.clone()),
         };
         let mut fresh = fresh;
+        for problem in fresh.problems() {
+            tracing::warn!(%problem, "the configuration names a program that cannot be run");
+        }
         for mount in &self.mounts {
             fresh.mount(mount.clone());
         }

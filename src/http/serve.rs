@@ -52,7 +52,7 @@ pub(crate) fn refuse_servable_config(root: &Path, path: &Path) -> std::io::Resul
 /// later; `axle check` refuses them).
 pub(crate) fn warn_about_references(site: &SiteConfig, root: &Path) {
     for problem in site.check_references(root) {
-        tracing::warn!(%problem, "the configuration names a stylesheet that cannot be used");
+        tracing::warn!(%problem, "the configuration names a file or program that cannot be used");
     }
 }
 
@@ -82,7 +82,8 @@ pub async fn serve_app(app: Arc<App>, config: &ServeConfig) -> std::io::Result<(
     // The release served: the root as configured and where it led (a
     // reload that re-resolves it logs "document root changed").
     let files = app.pipeline.provider();
-    tracing::info!(%addr, root = %files.root().display(), configured = %files.configured_root().display(), cache = %config.cache_mode, io_threads = threads, "axle serving");
+    let chosen = config.root_chosen.as_deref().unwrap_or("as configured");
+    tracing::info!(%addr, root = %files.root().display(), configured = %files.configured_root().display(), chosen, cache = %config.cache_mode, io_threads = threads, "axle serving");
     spawn_reloader(Arc::clone(&app));
     if config.freshness == crate::config::Freshness::Watch {
         // A deploy's swap of a symlinked root, followed with no signal.
@@ -122,6 +123,10 @@ pub async fn serve_app(app: Arc<App>, config: &ServeConfig) -> std::io::Result<(
         app.pipeline.provider().root().display(),
         config.cache_mode
     );
+    if let Some(how) = &config.root_chosen {
+        // No --root: say which rule chose this one, and how to pick another.
+        println!("axle: the document root is {how}; serve another with --root DIR");
+    }
     tokio::spawn(async move {
         signalled.await;
         tracing::info!("stopping: no new connections; finishing requests being answered");

@@ -35,7 +35,6 @@ pub(super) fn register(
         Ok(language) => Arc::new(language),
         Err(FilterError::Program(e @ ExecError::Invalid(_))) => {
             let problem = here.err("argv", format!("the command {e}"));
-            tracing::warn!(%problem, "the configuration names a program that cannot be run");
             problems.push(problem);
             Arc::new(Unavailable {
                 name: format!("filter:{}", mime.to_ascii_lowercase()),

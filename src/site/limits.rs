@@ -88,45 +88,58 @@ impl LimitSettings {
     pub(super) fn validate(
         f: &LimitsFormat,
         here: &Here<'_>,
-    ) -> Result<LimitSettings, ConfigError> {
+    ) -> Result<LimitSettings, Vec<ConfigError>> {
+        let mut errors = Vec::new();
+        // Every bad value is reported; each counts as unset meanwhile.
+        let mut ok = |r: Result<Option<u64>, ConfigError>| {
+            r.unwrap_or_else(|e| {
+                errors.push(e);
+                None
+            })
+        };
         let d = |key: &str, v: &Option<String>| duration_ms(here, key, v);
         let z = |key: &str, v: &Option<String>| size(here, key, v);
-        Ok(LimitSettings {
+        let settings = LimitSettings {
             http: [
-                d(HTTP_KEYS[0], &f.header_timeout)?,
-                d(HTTP_KEYS[1], &f.keepalive_timeout)?,
-                d(HTTP_KEYS[2], &f.write_timeout)?,
-                d(HTTP_KEYS[3], &f.shutdown_timeout)?,
+                ok(d(HTTP_KEYS[0], &f.header_timeout)),
+                ok(d(HTTP_KEYS[1], &f.keepalive_timeout)),
+                ok(d(HTTP_KEYS[2], &f.write_timeout)),
+                ok(d(HTTP_KEYS[3], &f.shutdown_timeout)),
                 count(f.max_connections),
                 count(f.max_header_count),
-                z(HTTP_KEYS[6], &f.max_header_size)?,
-                z(HTTP_KEYS[7], &f.max_uri_size)?,
+                ok(z(HTTP_KEYS[6], &f.max_header_size)),
+                ok(z(HTTP_KEYS[7], &f.max_uri_size)),
                 count(f.max_query_params),
                 count(f.max_form_fields),
-                z(HTTP_KEYS[10], &f.max_body_size)?,
-                z(HTTP_KEYS[11], &f.max_compress_size)?,
+                ok(z(HTTP_KEYS[10], &f.max_body_size)),
+                ok(z(HTTP_KEYS[11], &f.max_compress_size)),
             ],
             render: [
-                d(RENDER_KEYS[0], &f.render_timeout)?,
-                z(RENDER_KEYS[1], &f.render_memory)?,
-                z(RENDER_KEYS[2], &f.max_source_size)?,
-                z(RENDER_KEYS[3], &f.max_output_size)?,
+                ok(d(RENDER_KEYS[0], &f.render_timeout)),
+                ok(z(RENDER_KEYS[1], &f.render_memory)),
+                ok(z(RENDER_KEYS[2], &f.max_source_size)),
+                ok(z(RENDER_KEYS[3], &f.max_output_size)),
                 count(f.max_chain),
                 count(f.max_nested),
                 count(f.max_queue),
                 count(f.max_per_url),
                 count(f.max_xinclude_nodes),
-                bounded(here, RENDER_KEYS[9], f.max_post_depth, 1, 256)?,
+                ok(bounded(here, RENDER_KEYS[9], f.max_post_depth, 1, 256)),
                 count(f.max_post_attributes),
-                bounded(
+                ok(bounded(
                     here,
                     RENDER_KEYS[11],
                     f.max_post_amplification,
                     1,
                     u64::from(u32::MAX),
-                )?,
+                )),
             ],
-        })
+        };
+        if errors.is_empty() {
+            Ok(settings)
+        } else {
+            Err(errors)
+        }
     }
 
     /// The keys this file sets.

@@ -48,9 +48,8 @@ impl SiteConfig {
         };
         let fingerprints = Fingerprints::new(64);
         let private = self.private_set();
-        let mut errors = self.problems.clone();
+        let mut errors = self.problems();
         for section in &self.sections {
-            errors.extend(section.problems.iter().cloned());
             for r in &section.references {
                 let checked = check(&root, &private, &section.prefix, &r.href, &fingerprints);
                 if let Err(message) = checked {

@@ -191,7 +191,6 @@ pub(super) fn mount(
                     // should not keep the site from starting: its pages
                     // answer 502 meanwhile, and `axle check` refuses it.
                     let problem = here.err(&key("argv"), reason.clone());
-                    tracing::warn!(%problem, "the configuration names a program that cannot be run");
                     problems.push(problem);
                     (
                         Arc::new(Unavailable { describe, reason }) as Arc<dyn DynamicProvider>,

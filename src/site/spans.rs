@@ -67,6 +67,26 @@ impl Spans {
         }
     }
 
+    /// The bytes `key` and everything under it take (a `[table]`: its
+    /// header through its last key), when it is in the file.
+    pub(super) fn extent(&self, key: &str) -> Option<Range<usize>> {
+        let under = |k: &str| {
+            k == key
+                || k.strip_prefix(key)
+                    .is_some_and(|rest| rest.starts_with('.') || rest.starts_with('['))
+        };
+        let mut covered = self.entries.iter().filter(|e| under(&e.key));
+        let first = covered.next()?.range.clone();
+        Some(covered.fold(first, |r, e| {
+            r.start.min(e.range.start)..r.end.max(e.range.end)
+        }))
+    }
+
+    /// The key `key` is under, if any (`a.b[2]` → `a.b`).
+    pub(super) fn parent_of(key: &str) -> Option<&str> {
+        parent(key)
+    }
+
     fn push(&mut self, key: String, depth: usize, spans: &[Option<Range<usize>>]) {
         let start = spans.iter().flatten().map(|s| s.start).min();
         let end = spans.iter().flatten().map(|s| s.end).max();

@@ -3,7 +3,7 @@
 
 use super::*;
 
-fn parse(text: &str) -> Result<SiteConfig, ConfigError> {
+fn parse(text: &str) -> Result<SiteConfig, ConfigErrors> {
     SiteConfig::parse(text, Path::new("axle.toml"), Registry::default())
 }
 
@@ -94,7 +94,10 @@ fn the_hash_changes_with_anything_that_changes_output() {
 fn error(text: &str) -> (String, Option<usize>, String) {
     match parse(text) {
         Ok(_) => panic!("no error for {text:?}"),
-        Err(e) => (e.key, e.line, e.message),
+        Err(e) => {
+            let e = e.first().clone();
+            (e.key, e.line, e.message)
+        }
     }
 }
 
@@ -318,7 +321,10 @@ fn the_error_display_is_file_line_key_message() {
         err.to_string(),
         "axle.toml:3: location.\"/\".order: unknown variant `sideways`, expected one of `fallback`, `instead`, `before`, `after`"
     );
-    let no_line = ConfigError { line: None, ..err };
+    let no_line = ConfigError {
+        line: None,
+        ..err.first().clone()
+    };
     assert!(no_line.to_string().starts_with("axle.toml: location"));
 }
 
@@ -378,6 +384,7 @@ fn limits_are_read_validated_and_applied() {
     assert_eq!(render.max_queue, RenderLimits::default().max_queue);
     let bad = "[location.\"/\"]\n\n[limits]\nmax-chain = 3\nrender-timeout = \"soon\"\n";
     let err = SiteConfig::parse(bad, Path::new("axle.toml"), Registry::default()).unwrap_err();
+    let err = err.first();
     assert_eq!(err.key, "limits.render-timeout", "{err}");
     assert_eq!(err.line, Some(5), "{err}");
     let unknown = "[limits]\nrender-time = \"2s\"\n";
@@ -407,6 +414,7 @@ fn posted_document_limits_are_read_and_bounded() {
         let text = format!("[limits]\n{bad}\n");
         let err =
             SiteConfig::parse(&text, Path::new("axle.toml"), Registry::default()).unwrap_err();
+        let err = err.first();
         assert_eq!(err.key, key, "{err}");
     }
 }
@@ -422,4 +430,47 @@ fn a_command_passing_proxy_is_refused_at_load_naming_file_key_and_line() {
         let e = parse(&text).unwrap_err().to_string();
         assert!(e.contains("axle.toml") && e.contains(spelling), "{e}");
     }
+}
+
+/// One load names every mistake, wherever it is: unknown keys, wrong
+/// types and bad values in locations, `[limits]` and `[esql.*]`, by line.
+#[test]
+fn every_mistake_of_a_file_is_reported_by_line() {
+    let text = "[location.\"/\"]\n\
+                styel = \"a\"\n\
+                output-charset = \"klingon\"\n\
+                \n\
+                [location.\"/b\"]\n\
+                params = \"some\"\n\
+                media-rules = [{ media = \"x\" }]\n\
+                \n\
+                [limits]\n\
+                render-timeout = \"soon\"\n\
+                max-body-size = \"lots\"\n\
+                \n\
+                [esql.one]\n\
+                url = \"mysql://x\"\n\
+                \n\
+                [esql.two]\n\
+                url = \"postgres://u@h:1/d\"\n\
+                max-rows = 0\n";
+    let errors = parse(text).unwrap_err();
+    let got: Vec<(String, Option<usize>)> =
+        errors.iter().map(|e| (e.key.clone(), e.line)).collect();
+    let want = [
+        ("location.\"/\".styel", 2),
+        ("location.\"/\".output-charset", 3),
+        ("location.\"/b\".params", 6),
+        ("location.\"/b\".media-rules[0]", 7),
+        ("limits.render-timeout", 10),
+        ("limits.max-body-size", 11),
+        ("esql.one.url", 14),
+        ("esql.two.max-rows", 18),
+    ];
+    let want: Vec<(String, Option<usize>)> = want
+        .iter()
+        .map(|(k, l)| (k.to_string(), Some(*l)))
+        .collect();
+    assert_eq!(got, want, "{errors}");
+    assert_eq!(errors.to_string().lines().count(), 8);
 }

@@ -123,7 +123,7 @@ pub(super) fn serde_error(
     spans: &Spans,
     e: &toml::de::Error,
 ) -> ConfigError {
-    let message = e.message().to_string();
+    let message = super::errors::suggest_near_key(e.message());
     let key = match e.span() {
         Some(span) => match spans.key_at(&span) {
             Some(key) => with_named_field(key, &message),
@@ -193,31 +193,37 @@ fn regex_of(pattern: &str, key: &str, here: &Here<'_>) -> Result<regex::Regex, C
     regex::Regex::new(pattern).map_err(|e| here.err(key, format!("invalid regex: {e}")))
 }
 
-/// Validates one section (`here.section` names it in errors).
+/// Validates one section (`here.section` names it in errors): every
+/// problem in it, not just the first.
 pub(super) fn validate(
     prefix: String,
     raw: Section,
     registry: &Registry,
     root: &Path,
     here: &Here<'_>,
-) -> Result<ValidSection, ConfigError> {
+) -> Result<ValidSection, Vec<ConfigError>> {
+    let mut errors = Vec::new();
     if !prefix.starts_with('/') {
-        return Err(here.err("", "a location is a URL path prefix starting with '/'"));
+        errors.push(here.err("", "a location is a URL path prefix starting with '/'"));
+    }
+    // The value, or None with its error kept.
+    fn keep<T>(errors: &mut Vec<ConfigError>, r: Result<T, ConfigError>) -> Option<T> {
+        r.map_err(|e| errors.push(e)).ok()
     }
     let mut processors = Vec::new();
     for (i, p) in raw.processor.iter().enumerate() {
         let key = |k: &str| format!("processor[{i}].{k}");
         if registry.lookup(&p.r#type, &p.href).is_none() {
-            return Err(here.err(
+            errors.push(here.err(
                 &key("type"),
                 format!("no Language is registered for '{}'", p.r#type),
             ));
         }
         if p.href.is_empty() {
-            return Err(here.err(&key("href"), "href must not be empty"));
+            errors.push(here.err(&key("href"), "href must not be empty"));
         }
         let uri = match &p.uri {
-            Some(u) => Some(regex_of(u, &key("uri"), here)?),
+            Some(u) => keep(&mut errors, regex_of(u, &key("uri"), here)),
             None => None,
         };
         processors.push(Processor {
@@ -236,73 +242,66 @@ pub(super) fn validate(
             },
         });
     }
-    let ua_styles = match &raw.user_agent_styles {
-        Some(list) => Some(
-            list.iter()
-                .enumerate()
-                .map(|(i, r)| {
-                    Ok(UaStyleRule {
-                        pattern: regex_of(
-                            &r.pattern,
-                            &format!("user-agent-styles[{i}].pattern"),
-                            here,
-                        )?,
-                        style: r.style.clone(),
-                    })
+    let ua_styles = raw.user_agent_styles.as_ref().map(|list| {
+        list.iter()
+            .enumerate()
+            .filter_map(|(i, r)| {
+                let key = format!("user-agent-styles[{i}].pattern");
+                let pattern = keep(&mut errors, regex_of(&r.pattern, &key, here))?;
+                Some(UaStyleRule {
+                    pattern,
+                    style: r.style.clone(),
                 })
-                .collect::<Result<Vec<_>, ConfigError>>()?,
-        ),
-        None => None,
-    };
-    let media_rules = match &raw.media_rules {
-        Some(list) => Some(
-            list.iter()
-                .enumerate()
-                .map(|(i, f)| {
-                    if f.user_agent.is_none() && f.accept.is_none() {
-                        return Err(here.err(
-                            &format!("media-rules[{i}]"),
-                            "a media rule needs user-agent and/or accept",
-                        ));
-                    }
-                    Ok(MediaRule {
-                        user_agent: match &f.user_agent {
-                            Some(p) => {
-                                Some(regex_of(p, &format!("media-rules[{i}].user-agent"), here)?)
-                            }
-                            None => None,
-                        },
-                        accept: f.accept.clone(),
-                        media: f.media.clone(),
-                    })
+            })
+            .collect::<Vec<_>>()
+    });
+    let media_rules = raw.media_rules.as_ref().map(|list| {
+        list.iter()
+            .enumerate()
+            .filter_map(|(i, f)| {
+                if f.user_agent.is_none() && f.accept.is_none() {
+                    errors.push(here.err(
+                        &format!("media-rules[{i}]"),
+                        "a media rule needs user-agent and/or accept",
+                    ));
+                    return None;
+                }
+                let user_agent = match &f.user_agent {
+                    Some(p) => Some(keep(
+                        &mut errors,
+                        regex_of(p, &format!("media-rules[{i}].user-agent"), here),
+                    )?),
+                    None => None,
+                };
+                Some(MediaRule {
+                    user_agent,
+                    accept: f.accept.clone(),
+                    media: f.media.clone(),
                 })
-                .collect::<Result<Vec<_>, ConfigError>>()?,
-        ),
-        None => None,
-    };
-    let types = match &raw.types {
-        Some(map) => {
-            let mut out = Vec::new();
-            for (mime, name) in map {
-                let lang = registry.by_name(name).ok_or_else(|| {
-                    here.err(
-                        &join("types", mime),
-                        format!("no Language named '{name}' is registered"),
-                    )
-                })?;
-                out.push((mime.clone(), LangRef(lang)));
+            })
+            .collect::<Vec<_>>()
+    });
+    let types = raw.types.as_ref().map(|map| {
+        let mut out = Vec::new();
+        for (mime, name) in map {
+            match registry.by_name(name) {
+                Some(lang) => out.push((mime.clone(), LangRef(lang))),
+                None => errors.push(here.err(
+                    &join("types", mime),
+                    format!("no Language named '{name}' is registered"),
+                )),
             }
-            Some(out)
         }
-        None => None,
-    };
-    if let Some(ParamSetting::Word(w)) = &raw.params {
-        if w != "all" && w != "none" {
-            return Err(here.err(
-                "params",
-                format!("'{w}': use \"all\", \"none\" or a list of names"),
-            ));
-        }
+        out
+    });
+    if let Some(ParamSetting::Word(w)) = &raw.params
+        && w != "all"
+        && w != "none"
+    {
+        errors.push(here.err(
+            "params",
+            format!("'{w}': use \"all\", \"none\" or a list of names"),
+        ));
     }
     // "" turns an inherited error stylesheet off.
     let error_stylesheet = raw
@@ -317,17 +316,20 @@ pub(super) fn validate(
     if let Some(v) = &raw.cache_control
         && http::HeaderValue::from_str(v).is_err()
     {
-        return Err(here.err(
+        errors.push(here.err(
             "cache-control",
             format!("'{v}' is not a header value (visible ASCII, e.g. \"public, max-age=300\")"),
         ));
     }
     let output_charset = match &raw.output_charset {
         Some(c) if c.eq_ignore_ascii_case("accept") => Some(OutputCharset::Accept),
-        Some(c) => Some(OutputCharset::Fixed(
-            encoding_rs::Encoding::for_label(c.as_bytes())
-                .ok_or_else(|| here.err("output-charset", format!("unknown charset '{c}'")))?,
-        )),
+        Some(c) => match encoding_rs::Encoding::for_label(c.as_bytes()) {
+            Some(encoding) => Some(OutputCharset::Fixed(encoding)),
+            None => {
+                errors.push(here.err("output-charset", format!("unknown charset '{c}'")));
+                None
+            }
+        },
         None => None,
     };
     let mut references = Vec::new();
@@ -353,15 +355,17 @@ pub(super) fn validate(
     }
     let mut problems = Vec::new();
     let source = match &raw.provider {
-        Some(p) => Some(super::sources::mount(
-            &prefix,
-            p,
-            root,
-            here,
-            &mut problems,
-        )?),
+        Some(p) => keep(
+            &mut errors,
+            super::sources::mount(&prefix, p, root, here, &mut problems),
+        ),
         None => None,
     };
+    if !errors.is_empty() {
+        // Refused anyway: its programs that cannot run are named too.
+        errors.extend(problems);
+        return Err(errors);
+    }
     Ok(ValidSection {
         prefix,
         raw,

@@ -670,6 +670,7 @@ fn provider_keys_are_checked_by_type() {
         ),
     ] {
         let e = parse(toml).unwrap_err();
+        let e = e.first();
         assert!(e.key.ends_with(key), "{toml}: {e}");
         assert!(e.message.contains(why), "{toml}: {e}");
         assert!(e.line.is_some(), "{toml}: {e}");

@@ -2,9 +2,10 @@
 //! `axle cache purge`: one HTTP/1.1 request over a fresh connection, the
 //! answer's status and body. Tiny on purpose: it talks only to Axle's own
 //! admin listener, on an address the operator names. It sends `Host:
-//! ADDR` (what the operator typed, which the admin answers when it is one
-//! of its names) and `X-Axle-Admin: 1`, the header a state-changing admin
-//! request must carry (`guard`).
+//! HOST:PORT` (as the operator wrote it, `127.0.0.1:PORT` for a bare
+//! port: what the admin answers when it is one of its names) and
+//! `X-Axle-Admin: 1`, the header a state-changing admin request must carry
+//! (`guard`).
 
 use std::time::Duration;
 
@@ -16,9 +17,17 @@ const TIMEOUT: Duration = Duration::from_secs(30);
 /// The most a response may hold (stats are a few kilobytes).
 const MAX_RESPONSE: usize = 16 << 20;
 
-/// Sends `METHOD path` to the admin listener at `addr` (`HOST:PORT`) and
-/// returns the status and body, or a message saying what went wrong.
-pub async fn request(addr: &str, method: &str, path: &str) -> Result<(u16, String), String> {
+/// Sends `METHOD path` to the admin listener at `admin` (any of the forms
+/// of [`crate::config::Address`]; a host name is resolved here, each of
+/// its addresses tried) and returns the status and body, or a message
+/// saying what went wrong.
+pub async fn request(
+    admin: &crate::config::Address,
+    method: &str,
+    path: &str,
+) -> Result<(u16, String), String> {
+    let addr = admin.authority();
+    let addr = addr.as_str();
     tokio::time::timeout(TIMEOUT, exchange(addr, method, path))
         .await
         .map_err(|_| format!("the admin listener at {addr} did not answer within {TIMEOUT:?}"))?

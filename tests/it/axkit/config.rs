@@ -129,7 +129,7 @@ fn axle_check_finds_the_roots_file_and_refuses_missing_stylesheets() {
         text.contains("axle.toml:10: location.\"/docs\".processor[1].href"),
         "{text}"
     );
-    assert!(text.contains("2 stylesheet(s)"), "{text}");
+    assert!(text.contains("axle: 2 problems in "), "{text}");
     assert!(!text.contains("error-stylesheet"), "it exists: {text}");
     site.write("s/missing.xsl", "<x/>");
     site.write(
