@@ -56,6 +56,7 @@ use crate::provider::{Provider, ResourceKind};
 use crate::server::{BuildError, Server};
 
 mod jobs;
+mod links;
 mod naming;
 mod output;
 
