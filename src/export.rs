@@ -59,10 +59,14 @@ mod jobs;
 mod links;
 mod naming;
 mod output;
+mod relink;
+mod targets;
 
 use jobs::{Job, Kind, encode, listing_job, walk};
 use naming::document_file;
 use output::{inside_out, remove_inside, write_inside, write_json};
+pub use relink::UnexportedLink;
+use relink::{Exported, Resolution};
 
 /// The manifest's name in the output directory.
 pub const MANIFEST: &str = "axle-manifest.json";
@@ -161,6 +165,10 @@ pub struct Report {
     pub kept: Vec<String>,
     /// Dynamic locations (by prefix) and files not served, skipped.
     pub skipped: Vec<String>,
+    /// Internal links of exported pages that name no exported file: left
+    /// as written, or pointed at the page without their query (sorted by
+    /// URL).
+    pub unexported_links: Vec<UnexportedLink>,
     /// Bytes of the files written this run.
     pub bytes: u64,
     /// Wall-clock time.
@@ -174,23 +182,55 @@ struct State {
     /// it differs, nothing is kept.
     site: String,
     pages: BTreeMap<String, PageState>,
+    /// How each link of an exported page resolved (its key: URL, `POST `
+    /// before a form's POST target).
+    #[serde(default)]
+    links: BTreeMap<String, Resolution>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct PageState {
+    /// The URL asked for (a media variant's is its page's).
+    url: String,
+    /// The media of a media variant.
+    media: Option<String>,
     file: String,
     content_type: String,
-    /// The hash of the file's bytes (the response's body).
+    /// The hash of the file's bytes (the body with its links rewritten).
     body: String,
+    /// The hash of the response's body, as served.
+    served: String,
+    /// The keys of the page's internal links (see [`State::links`]).
+    links: Vec<String>,
+    /// A file of the root copied as served (never rewritten).
+    copy: bool,
     /// Every file the response came from and its content hash; None: not
     /// known (always rendered again).
     deps: Option<Vec<(PathBuf, String)>>,
+}
+
+/// How a build writes pages.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Links {
+    /// Internal links point at the exported files (relative URLs; a
+    /// directory's as its `index.html`), so any static host serves them.
+    #[default]
+    Rewrite,
+    /// Every file is byte for byte what the server sends (links name the
+    /// server's URLs; a host must map them with the manifest).
+    AsServed,
 }
 
 /// `axle build --root ROOT --out OUT`: builds the server as `axle serve`
 /// does (the root's `axle.toml` loaded), exports it, prints progress and a
 /// summary. Runs its own multi-threaded runtime.
 pub fn command(root: &Path, out: &Path) -> Result<Report, ExportError> {
+    command_with(root, out, Links::default())
+}
+
+/// [`command`], links written as `links` says.
+pub fn command_with(root: &Path, out: &Path, links: Links) -> Result<Report, ExportError> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -201,7 +241,7 @@ pub fn command(root: &Path, out: &Path) -> Result<Report, ExportError> {
             .configure(|c| c.freshness = Freshness::Check)
             .build()?;
         let terminal = std::io::stderr().is_terminal();
-        export(&server, out, terminal).await
+        export_with(&server, out, terminal, links).await
     })
 }
 
@@ -217,6 +257,19 @@ fn print_summary(report: &Report, errors: usize) {
     );
     for s in &report.skipped {
         println!("skipped {s}");
+    }
+    for link in &report.unexported_links {
+        let pages = link.pages();
+        match &link.file {
+            Some(file) => println!(
+                "link {} -> {file}: {} ({pages} pages)",
+                link.target, link.why
+            ),
+            None => println!(
+                "link {} left as written: {} ({pages} pages)",
+                link.target, link.why
+            ),
+        }
     }
 }
 
@@ -249,6 +302,16 @@ struct Ctx {
 /// Returns [`ExportError::Failed`] when any page answered a non-2xx status
 /// (the other pages, the manifest and the state are written first).
 pub async fn export(server: &Server, out: &Path, terminal: bool) -> Result<Report, ExportError> {
+    export_with(server, out, terminal, Links::default()).await
+}
+
+/// [`export`], links written as `links` says.
+pub async fn export_with(
+    server: &Server,
+    out: &Path,
+    terminal: bool,
+    links: Links,
+) -> Result<Report, ExportError> {
     let started = Instant::now();
     let app = Arc::clone(server.app());
     let site = app.site();
@@ -260,7 +323,13 @@ pub async fn export(server: &Server, out: &Path, terminal: bool) -> Result<Repor
     }
 
     let site_hash = {
-        let mut text = format!("axle {}\n", env!("CARGO_PKG_VERSION")).into_bytes();
+        // The state's format and the link mode too: a page written
+        // otherwise is never kept.
+        let mut text = format!(
+            "axle {} state 2 links {links:?}\n",
+            env!("CARGO_PKG_VERSION")
+        )
+        .into_bytes();
         if let Some(file) = site.source() {
             text.extend(std::fs::read(file).map_err(io(file))?);
         }
@@ -271,10 +340,10 @@ pub async fn export(server: &Server, out: &Path, terminal: bool) -> Result<Repor
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or_default();
-    let mut previous_pages = if previous.site == site_hash {
-        previous.pages
+    let (mut previous_pages, previous_links) = if previous.site == site_hash {
+        (previous.pages, previous.links)
     } else {
-        BTreeMap::new()
+        (BTreeMap::new(), BTreeMap::new())
     };
     // The state is a file anyone with the folder may edit: a page whose
     // file is not a plain relative path inside it is forgotten, never
@@ -325,6 +394,7 @@ pub async fn export(server: &Server, out: &Path, terminal: bool) -> Result<Repor
     }
     let mut failures = Vec::new();
     let mut pages: BTreeMap<String, PageState> = BTreeMap::new();
+    let mut not_exported: HashMap<String, String> = HashMap::new();
     while let Some(joined) = set.join_next().await {
         let (url, done) = match joined {
             Ok(pair) => pair,
@@ -359,6 +429,7 @@ pub async fn export(server: &Server, out: &Path, terminal: bool) -> Result<Repor
             }
             Done::NotServed(why) => {
                 let line = format!("skipped {url}: {why}");
+                not_exported.insert(url.clone(), why.clone());
                 report.skipped.push(format!("{url} ({why})"));
                 line
             }
@@ -380,6 +451,14 @@ pub async fn export(server: &Server, out: &Path, terminal: bool) -> Result<Repor
         bar.finish_and_clear();
     }
 
+    let resolutions = match links {
+        Links::Rewrite => {
+            let exported = Exported::new(&pages, &not_exported, &dynamic);
+            relink::relink(&ctx, &mut pages, &exported, &previous_links, &mut report).await
+        }
+        Links::AsServed => BTreeMap::new(),
+    };
+
     // Files of the previous run that no URL produced now are removed.
     let live: HashSet<&str> = pages.values().map(|p| p.file.as_str()).collect();
     for old in previous_pages.values() {
@@ -400,6 +479,7 @@ pub async fn export(server: &Server, out: &Path, terminal: bool) -> Result<Repor
         &State {
             site: site_hash,
             pages,
+            links: resolutions,
         },
     )?;
     report.elapsed = started.elapsed();
@@ -520,6 +600,11 @@ impl Ctx {
             .and_then(|v| v.to_str().ok())
             .unwrap_or("application/octet-stream")
             .to_string();
+        let location = response
+            .headers()
+            .get(::http::header::LOCATION)
+            .and_then(|v| v.to_str().ok())
+            .map(String::from);
         let body = response
             .into_body()
             .collect()
@@ -531,6 +616,7 @@ impl Ctx {
             content_type,
             body,
             per_request,
+            location,
         })
     }
 }
@@ -542,6 +628,8 @@ struct Got {
     body: Bytes,
     /// `Cache-Control: no-store`: made per request.
     per_request: bool,
+    /// The `Location` of a redirect.
+    location: Option<String>,
 }
 
 fn decoded(path: &str) -> String {
@@ -583,6 +671,7 @@ async fn run(ctx: &Ctx, job: Job) -> Done {
         content_type,
         body,
         per_request,
+        ..
     } = match ctx.get(&job.url, job.media()).await {
         Ok(r) => r,
         Err(e) => return fail(0, e),
@@ -632,15 +721,20 @@ async fn run(ctx: &Ctx, job: Job) -> Done {
     }
     Done::Written {
         entry: Entry {
-            url: job.url,
+            url: job.url.clone(),
             file: file.clone(),
             content_type: content_type.clone(),
-            media,
+            media: media.clone(),
         },
         state: PageState {
+            url: job.url,
+            media,
             file,
             content_type,
-            body: body_hash,
+            body: body_hash.clone(),
+            served: body_hash,
+            links: Vec::new(),
+            copy: matches!(job.kind, Kind::Static(_)),
             deps,
         },
         bytes: body.len() as u64,

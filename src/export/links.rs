@@ -63,7 +63,10 @@ impl Link {
     /// URL of each candidate.
     pub(super) fn urls(&self) -> Vec<&str> {
         if self.attribute == "srcset" {
-            srcset(&self.value).into_iter().map(|(_, url)| url).collect()
+            srcset(&self.value)
+                .into_iter()
+                .map(|(_, url)| url)
+                .collect()
         } else {
             vec![self.value.trim_matches(is_space)]
         }
@@ -84,14 +87,7 @@ const LINK_ATTRIBUTES: &[&str] = &[
 
 /// HTML elements whose content is text up to their end tag.
 const RAW_TEXT: &[&str] = &[
-    "script",
-    "style",
-    "textarea",
-    "title",
-    "xmp",
-    "iframe",
-    "noembed",
-    "noframes",
+    "script", "style", "textarea", "title", "xmp", "iframe", "noembed", "noframes",
 ];
 
 fn is_space(c: char) -> bool {
@@ -217,8 +213,7 @@ fn tag(body: &[u8], from: usize, html: bool) -> (usize, String, Vec<Attribute>) 
             return (i + 1, element, attributes);
         }
         let start = i;
-        while i < body.len() && !is_space_byte(body[i]) && !matches!(body[i], b'=' | b'>' | b'/')
-        {
+        while i < body.len() && !is_space_byte(body[i]) && !matches!(body[i], b'=' | b'>' | b'/') {
             i += 1;
         }
         if i == start {
@@ -493,10 +488,7 @@ mod tests {
             "<img srcset=\"/a.png 1x, /b.png 2x,/c.png\">"
         );
         let found = links(page.as_bytes(), Syntax::Html);
-        let posts: Vec<(&str, bool)> = found
-            .iter()
-            .map(|l| (l.value.as_str(), l.posts))
-            .collect();
+        let posts: Vec<(&str, bool)> = found.iter().map(|l| (l.value.as_str(), l.posts)).collect();
         assert_eq!(posts[..2], [("/g", true), ("/s", false)]);
         assert_eq!(found[2].urls(), ["/a.png", "/b.png", "/c.png"]);
         let out = apply(page, Syntax::Html, |u| {

@@ -139,8 +139,14 @@ mod tests {
         assert_eq!(path("/styles/", "?s=1").as_deref(), Some("/styles/?s=1"));
         assert_eq!(path("/a?q=1", "b").as_deref(), Some("/b"));
         // One spelling per path, as the export's own URLs.
-        assert_eq!(path("/", "/caf%c3%a9 x.xml").as_deref(), Some("/caf%C3%A9%20x.xml"));
-        assert_eq!(path("/", "/café x.xml").as_deref(), Some("/caf%C3%A9%20x.xml"));
+        assert_eq!(
+            path("/", "/caf%c3%a9 x.xml").as_deref(),
+            Some("/caf%C3%A9%20x.xml")
+        );
+        assert_eq!(
+            path("/", "/café x.xml").as_deref(),
+            Some("/caf%C3%A9%20x.xml")
+        );
         let t = resolve(base, "/a.xml?x=1#top").unwrap();
         assert_eq!(
             (t.path.as_str(), t.query.as_deref(), t.fragment.as_deref()),
@@ -175,7 +181,10 @@ mod tests {
             relative("articles/x.xml.html", "css/site.css"),
             "../css/site.css"
         );
-        assert_eq!(relative("articles/x.xml.html", "index.html"), "../index.html");
+        assert_eq!(
+            relative("articles/x.xml.html", "index.html"),
+            "../index.html"
+        );
         assert_eq!(
             relative("articles/x.xml.html", "articles/index.html"),
             "index.html"
