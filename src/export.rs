@@ -1,10 +1,20 @@
-//! `axle build`: a site rendered to static files, for a CDN or a mirror.
+//! `axle build`: a site rendered to static files, for a CDN, a mirror or
+//! any static host.
 //!
 //! It exists so that the static copy of a site cannot drift from what the
 //! server sends: every file is the body of a GET sent through the very
 //! handler `axle serve` runs ([`crate::http::router`] on a
 //! [`Server`](crate::Server) built as `serve` builds it), with no
-//! `Accept-Encoding`, so the bytes are the server's by construction.
+//! `Accept-Encoding`, so the bytes are the server's by construction; then
+//! (by default, [`Links::Rewrite`]) each page's internal links are pointed
+//! at the exported files (`relink`), so that a plain static file server
+//! serves every page a link names.
+//!
+//! The parts: `jobs` (the URLs asked for), `naming` (the files they are
+//! written to), `output` (writing only inside OUT), `links` (a page's link
+//! attributes found and replaced in its bytes), `targets` (an href resolved,
+//! relative URLs between files), `relink` (links pointed at files, the
+//! re-run's link check); this file runs them and keeps the state.
 //!
 //! What is written, under OUT:
 //! - every `.xml` document at its own URL, as `PATH` plus the extension of
@@ -31,9 +41,11 @@
 //! - `.axle-build-state.json`: for each URL, the hash of the file written
 //!   and every file its response was computed from with its content hash
 //!   (the pipeline's validators, the same content hashes the server's cache
-//!   keys use). A re-run renders a URL again only when one of those files
-//!   changed, its output is missing or altered, or the site configuration
-//!   or Axle's version changed; the others are kept.
+//!   keys use), and its internal links with how each resolved. A re-run
+//!   renders a URL again only when one of those files changed, its output
+//!   is missing or altered, one of its links resolves otherwise, or the
+//!   site configuration, the link mode or Axle's version changed; the
+//!   others are kept.
 //!
 //! Skipped: `axle.toml`, dot-files and dot-directories, symbolic links to
 //! directories, every location with a dynamic `provider` (its documents
