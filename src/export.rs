@@ -271,7 +271,7 @@ fn print_summary(report: &Report, errors: usize) {
         println!("skipped {s}");
     }
     for link in &report.unexported_links {
-        let pages = link.pages();
+        let pages = link.pages;
         match &link.file {
             Some(file) => println!(
                 "link {} -> {file}: {} ({pages} pages)",
@@ -465,8 +465,16 @@ pub async fn export_with(
 
     let resolutions = match links {
         Links::Rewrite => {
-            let exported = Exported::new(&pages, &not_exported, &dynamic);
-            relink::relink(&ctx, &mut pages, &exported, &previous_links, &mut report).await
+            let exported = Exported::new(&pages, not_exported, dynamic);
+            relink::relink(
+                &ctx,
+                &mut pages,
+                exported,
+                &previous_links,
+                parallel,
+                &mut report,
+            )
+            .await
         }
         Links::AsServed => BTreeMap::new(),
     };

@@ -500,6 +500,26 @@ mod tests {
         );
     }
 
+    proptest::proptest! {
+        /// On any bytes: no panic, spans inside the body, and a rewrite
+        /// that replaces nothing is the body itself.
+        #[test]
+        fn any_bytes_scan_and_an_empty_rewrite_is_the_identity(
+            body in proptest::collection::vec(
+                proptest::sample::select(b"<>!-?[]/='\" \nahrefsctiplxmA&#;:".to_vec()),
+                0..200,
+            )
+        ) {
+            for syntax in [Syntax::Html, Syntax::Xml] {
+                let found = links(&body, syntax);
+                for link in &found {
+                    proptest::prop_assert!(link.span.end <= body.len());
+                }
+                proptest::prop_assert_eq!(rewrite(&body, &found, |_, _| None), body.clone());
+            }
+        }
+    }
+
     #[test]
     fn truncated_markup_never_panics() {
         for cut in [

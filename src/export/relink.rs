@@ -18,6 +18,7 @@
 //! link's resolution.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -43,6 +44,7 @@ pub(super) enum Resolution {
 
 /// A link left as written, or pointed at the page without its query.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct UnexportedLink {
     /// The URL (path and query), `POST ` before a form's POST target.
     pub target: String,
@@ -51,33 +53,26 @@ pub struct UnexportedLink {
     /// Why it is not exported.
     pub why: String,
     /// How many exported pages link to it.
-    pages: usize,
-}
-
-impl UnexportedLink {
-    /// How many exported pages link to it.
-    pub fn pages(&self) -> usize {
-        self.pages
-    }
+    pub pages: usize,
 }
 
 /// What the build exported and skipped, for resolving links.
-pub(super) struct Exported<'a> {
+pub(super) struct Exported {
     /// URL → file of every page and file exported (not media variants).
     files: HashMap<String, String>,
     /// (content type, hash of the served body) → file.
     bodies: HashMap<(String, String), String>,
     /// URLs skipped this run, with why.
-    skipped: &'a HashMap<String, String>,
+    skipped: HashMap<String, String>,
     /// Dynamic locations' prefixes.
-    dynamic: &'a [String],
+    dynamic: Vec<String>,
 }
 
-impl<'a> Exported<'a> {
+impl Exported {
     pub(super) fn new(
         pages: &BTreeMap<String, PageState>,
-        skipped: &'a HashMap<String, String>,
-        dynamic: &'a [String],
+        skipped: HashMap<String, String>,
+        dynamic: Vec<String>,
     ) -> Self {
         let mut files = HashMap::new();
         let mut bodies = HashMap::new();
@@ -192,7 +187,7 @@ fn rewrite(
 }
 
 /// How `key` resolves this run: looked up, or asked of the server.
-async fn resolve(ctx: &Ctx, exported: &Exported<'_>, key: &str) -> Resolution {
+async fn resolve(ctx: &Ctx, exported: &Exported, key: &str) -> Resolution {
     if key.starts_with("POST ") {
         return Resolution::AsWritten(String::from(
             "a form's POST target (a static host answers POST with an error)",
@@ -267,10 +262,11 @@ async fn resolve(ctx: &Ctx, exported: &Exported<'_>, key: &str) -> Resolution {
 /// rendered again when one of their links resolves otherwise than in
 /// `previous`. Returns every link's resolution for the state.
 pub(super) async fn relink(
-    ctx: &Ctx,
+    ctx: &Arc<Ctx>,
     pages: &mut BTreeMap<String, PageState>,
-    exported: &Exported<'_>,
+    exported: Exported,
     previous: &BTreeMap<String, Resolution>,
+    parallel: usize,
     report: &mut Report,
 ) -> BTreeMap<String, Resolution> {
     let rendered: HashSet<String> = report.rendered.iter().cloned().collect();
@@ -292,9 +288,24 @@ pub(super) async fn relink(
     let mut distinct: Vec<&String> = keys.values().flatten().collect();
     distinct.sort();
     distinct.dedup();
+    // Resolved at once, as many at a time as the build asks for pages.
+    let exported = Arc::new(exported);
+    let permits = Arc::new(tokio::sync::Semaphore::new(parallel));
+    let mut set = tokio::task::JoinSet::new();
     for key in distinct {
-        let resolution = resolve(ctx, exported, key).await;
-        resolved.insert(key.clone(), resolution);
+        let (ctx, exported, permits) =
+            (Arc::clone(ctx), Arc::clone(&exported), Arc::clone(&permits));
+        let key = key.clone();
+        set.spawn(async move {
+            let _permit = permits.acquire_owned().await;
+            let resolution = resolve(&ctx, &exported, &key).await;
+            (key, resolution)
+        });
+    }
+    while let Some(joined) = set.join_next().await {
+        if let Ok((key, resolution)) = joined {
+            resolved.insert(key, resolution);
+        }
     }
 
     let mut unexported: BTreeMap<String, UnexportedLink> = BTreeMap::new();
