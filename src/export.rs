@@ -463,7 +463,7 @@ pub async fn export_with(
         bar.finish_and_clear();
     }
 
-    let resolutions = match links {
+    let (resolutions, relink_failures) = match links {
         Links::Rewrite => {
             let exported = Exported::new(&pages, not_exported, dynamic);
             relink::relink(
@@ -476,8 +476,12 @@ pub async fn export_with(
             )
             .await
         }
-        Links::AsServed => BTreeMap::new(),
+        Links::AsServed => (BTreeMap::new(), Vec::new()),
     };
+    for f in relink_failures {
+        println!("FAILED {} {}: {}", f.status, f.url, f.detail);
+        failures.push(f);
+    }
 
     // Files of the previous run that no URL produced now are removed.
     let live: HashSet<&str> = pages.values().map(|p| p.file.as_str()).collect();

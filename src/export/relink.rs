@@ -27,7 +27,7 @@ use crate::cache::ContentHash;
 use super::links::{self, Link, Syntax};
 use super::output::write_inside;
 use super::targets::{self, Target};
-use super::{Ctx, PageState, Report};
+use super::{Ctx, Failure, PageState, Report};
 
 /// What a link was made to point at.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -260,7 +260,9 @@ async fn resolve(ctx: &Ctx, exported: &Exported, key: &str) -> Resolution {
 /// the module's doc). `rendered` holds the ids of pages written this run
 /// (their served bytes in their file); the others were kept and are
 /// rendered again when one of their links resolves otherwise than in
-/// `previous`. Returns every link's resolution for the state.
+/// `previous`. Returns every link's resolution for the state, and the
+/// pages whose links could not be rewritten (their state is left so that
+/// the next run renders them again).
 pub(super) async fn relink(
     ctx: &Arc<Ctx>,
     pages: &mut BTreeMap<String, PageState>,
@@ -268,17 +270,31 @@ pub(super) async fn relink(
     previous: &BTreeMap<String, Resolution>,
     parallel: usize,
     report: &mut Report,
-) -> BTreeMap<String, Resolution> {
+) -> (BTreeMap<String, Resolution>, Vec<Failure>) {
+    let mut failures = Vec::new();
+    // A page not rewritten must not be kept by the next run: its state's
+    // body hash is cleared, which no file matches.
+    let mut fail = |page: &mut PageState, id: &str, detail: String| {
+        page.body.clear();
+        failures.push(Failure {
+            url: id.to_string(),
+            status: 0,
+            detail: format!("its links could not be rewritten: {detail}"),
+        });
+    };
     let rendered: HashSet<String> = report.rendered.iter().cloned().collect();
     // Every page's links: read from a rendered page, kept for a kept one.
     let mut keys: HashMap<String, Vec<String>> = HashMap::new();
-    for (id, page) in pages.iter().filter(|(_, p)| !p.copy) {
+    for (id, page) in pages.iter_mut().filter(|(_, p)| !p.copy) {
         let Some(syntax) = Syntax::of(&page.content_type) else {
             continue;
         };
         if rendered.contains(id) {
-            if let Ok(body) = std::fs::read(ctx.out.join(&page.file)) {
-                keys.insert(id.clone(), keys_of(&page.url, &body, syntax));
+            match std::fs::read(ctx.out.join(&page.file)) {
+                Ok(body) => {
+                    keys.insert(id.clone(), keys_of(&page.url, &body, syntax));
+                }
+                Err(e) => fail(page, id, e.to_string()),
             }
         } else {
             keys.insert(id.clone(), page.links.clone());
@@ -345,12 +361,19 @@ pub(super) async fn relink(
             // A link of a kept page resolves otherwise: the page is asked
             // for again (its sources are unchanged: the same bytes) and its
             // served form written before it is rewritten below.
-            let Ok(got) = ctx.get(&page.url, page.media.as_deref()).await else {
-                continue;
+            let got = match ctx.get(&page.url, page.media.as_deref()).await {
+                Ok(got) if (200..300).contains(&got.status) => got,
+                Ok(got) => {
+                    fail(page, id, format!("asked again, it answers {}", got.status));
+                    continue;
+                }
+                Err(e) => {
+                    fail(page, id, e);
+                    continue;
+                }
             };
-            if !(200..300).contains(&got.status)
-                || write_inside(&ctx.out, &page.file, &got.body).is_err()
-            {
+            if let Err(e) = write_inside(&ctx.out, &page.file, &got.body) {
+                fail(page, id, e.to_string());
                 continue;
             }
             report.kept.retain(|k| k != id);
@@ -358,12 +381,17 @@ pub(super) async fn relink(
             report.bytes += got.body.len() as u64;
             println!("rendered {id} -> {} (its links changed)", page.file);
         }
-        let Ok(body) = std::fs::read(ctx.out.join(&page.file)) else {
-            continue;
+        let body = match std::fs::read(ctx.out.join(&page.file)) {
+            Ok(body) => body,
+            Err(e) => {
+                fail(page, id, e.to_string());
+                continue;
+            }
         };
         let new = rewrite(&page.url, &page.file, &body, syntax, &resolved);
         if new != body {
-            if write_inside(&ctx.out, &page.file, &new).is_err() {
+            if let Err(e) = write_inside(&ctx.out, &page.file, &new) {
+                fail(page, id, e.to_string());
                 continue;
             }
             report.bytes = (report.bytes + new.len() as u64).saturating_sub(body.len() as u64);
@@ -373,10 +401,11 @@ pub(super) async fn relink(
     }
     report.unexported_links = unexported.into_values().collect();
     let used: HashSet<&String> = keys.values().flatten().collect();
-    resolved
+    let resolved = resolved
         .into_iter()
         .filter(|(k, _)| used.contains(k))
-        .collect()
+        .collect();
+    (resolved, failures)
 }
 
 #[cfg(test)]
