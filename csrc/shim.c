@@ -31,7 +31,8 @@
 
 /* Implemented in Rust (src/ffi/mod.rs): append to the current thread's buffer. */
 extern void axle_error_sink(const char *msg);
-extern void axle_structured_sink(const char *msg, const char *file, int line, int level);
+extern void axle_structured_sink(const char *msg, const char *file, int line, int level,
+                                 int domain, const char *str1, int int1, int int2);
 
 static void shim_error(void *ctx, const char *fmt, ...) {
     char buf[4096];
@@ -47,11 +48,14 @@ static void shim_error(void *ctx, const char *fmt, ...) {
 void shim_install_xslt_error(void) { xsltSetGenericErrorFunc(NULL, shim_error); }
 
 /* libxml2's structured errors carry file and line; they arrive even when a
-   parser runs with XML_PARSE_NOERROR (which only silences printing). */
+   parser runs with XML_PARSE_NOERROR (which only silences printing). The
+   domain and the extra fields say more: a parser's column (int2), an XPath
+   error's expression (str1) and offset in it (int1). */
 static void shim_structured(void *ctx, xmlErrorPtr e) {
     (void)ctx;
     if (e == NULL) return;
-    axle_structured_sink(e->message, e->file, e->line, (int)e->level);
+    axle_structured_sink(e->message, e->file, e->line, (int)e->level,
+                         e->domain, e->str1, e->int1, e->int2);
 }
 
 /* libxml2's handlers are per thread: set once on each thread that parses. */

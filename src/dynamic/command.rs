@@ -313,9 +313,12 @@ impl DynamicProvider for CommandSource {
 }
 
 impl CommandSource {
-    /// A run's failure as answered (stderr logged, never shown).
+    /// A run's failure as answered (stderr logged, never shown), naming
+    /// the program by its `argv[0]` as configured (its arguments, paths
+    /// under the server among them, are logged, not shown).
     fn failure(&self, e: &ExecError) -> SourceError {
-        let message = format!("{} {e}", self.describe());
+        let program = self.config.argv.first().map_or("", String::as_str);
+        let message = format!("command {program} {e}");
         if let Some(stderr) = e.stderr().filter(|s| !s.is_empty()) {
             tracing::warn!(command = %self.describe(), error = %e, %stderr, "command failed");
         }

@@ -71,6 +71,10 @@ pub struct SourceRequest {
     /// ([`DynamicProvider::body_limit`]): at most that many bytes, as sent
     /// (still content-encoded).
     pub body: Option<Bytes>,
+    /// The address this server's public listener is bound to (a wildcard
+    /// address, the port the system chose), when it is served on one:
+    /// where an upstream source naming this same server fetches from.
+    pub server: Option<std::net::SocketAddr>,
 }
 
 impl SourceRequest {
@@ -88,6 +92,7 @@ impl SourceRequest {
             query: None,
             headers: HeaderMap::new(),
             body: None,
+            server: None,
         }
     }
 }

@@ -3,6 +3,10 @@
 //! thread, never to stderr, and each operation turns what was captured into
 //! an [`XmlError`]. libxslt's advice to raise its limits with `xsltproc`
 //! options, which Axle does not have, is reworded here ([`reword`]).
+//! What libxml2 says beyond file and line is kept where it says it: a
+//! parser error's column, an XPath error's expression and the column in
+//! it where the error was found (libxslt's own report of a broken
+//! `select` names the file, line and element, not the expression).
 
 use std::cell::{Cell, RefCell};
 use std::ffi::CStr;
@@ -13,19 +17,30 @@ use super::{init, opt_string, sys};
 thread_local! {
     static THREAD_READY: Cell<bool> = const { Cell::new(false) };
     static ERRORS: RefCell<String> = const { RefCell::new(String::new()) };
-    static FIRST_ERROR: RefCell<Option<(String, Option<String>, u32)>> = const { RefCell::new(None) };
+    static FIRST_ERROR: RefCell<Option<FirstError>> = const { RefCell::new(None) };
 }
+
+/// The first structured error of an operation: message, file, line,
+/// column (0: not known).
+type FirstError = (String, Option<String>, u32, u32);
+
+/// libxml2's error domains that [`axle_structured_sink`] reads more of
+/// (`xmlErrorDomain`).
+const FROM_PARSER: c_int = 1;
+const FROM_XPATH: c_int = 12;
 
 /// What went wrong inside libxml2 or libxslt.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum XmlError {
     /// A document or stylesheet is not well-formed XML (or could not be read).
-    #[error("{}{message}", location(file.as_deref(), *line))]
+    #[error("{}{message}", location(file.as_deref(), *line, *column))]
     Parse {
         /// The file libxml2 was reading, when it said.
         file: Option<String>,
         /// The 1-based line, when known.
         line: Option<u32>,
+        /// The 1-based column on that line, when known.
+        column: Option<u32>,
         /// libxml2's message.
         message: String,
     },
@@ -57,12 +72,32 @@ fn stopped_reason(why: super::Exceeded) -> &'static str {
     }
 }
 
-fn location(file: Option<&str>, line: Option<u32>) -> String {
-    match (file, line) {
-        (Some(f), Some(l)) => format!("{f}:{l}: "),
-        (Some(f), None) => format!("{f}: "),
-        (None, Some(l)) => format!("line {l}: "),
-        (None, None) => String::new(),
+fn location(file: Option<&str>, line: Option<u32>, column: Option<u32>) -> String {
+    let at = match (line, column) {
+        (Some(l), Some(c)) => format!("{l}:{c}"),
+        (Some(l), None) => l.to_string(),
+        (None, _) => String::new(),
+    };
+    match (file, at.is_empty()) {
+        (Some(f), false) => format!("{f}:{at}: "),
+        (Some(f), true) => format!("{f}: "),
+        (None, false) => format!("line {at}: "),
+        (None, true) => String::new(),
+    }
+}
+
+/// An XPath error as one line: libxml2's message, the expression and the
+/// 1-based column in it where parsing stopped (`offset` is libxml2's
+/// 0-based byte offset; the column counts characters), so `count(//para`
+/// says where it broke, not only that it did.
+fn xpath_line(message: &str, expression: Option<&str>, offset: c_int) -> String {
+    match expression.filter(|e| !e.is_empty()) {
+        Some(expr) => {
+            let offset = usize::try_from(offset).unwrap_or(0).min(expr.len());
+            let column = expr.char_indices().take_while(|(i, _)| *i < offset).count() + 1;
+            format!("{message} at column {column} of the XPath expression \"{expr}\"")
+        }
+        None => message.to_string(),
     }
 }
 
@@ -163,36 +198,52 @@ pub unsafe extern "C" fn axle_error_sink(msg: *const c_char) {
 }
 
 /// Called by the shim with each structured libxml2 error (parser, XPath,
-/// I/O): remembers the first error with its file and line, and appends a
-/// readable line to the thread's message buffer.
+/// I/O): remembers the first error with its file, line and column, and
+/// appends a readable line to the thread's message buffer (with an XPath
+/// error's expression and column, [`xpath_line`]).
 ///
 /// # Safety
-/// `msg` and `file` are NULL or NUL-terminated strings valid for the call.
+/// `msg`, `file` and `str1` are NULL or NUL-terminated strings valid for
+/// the call.
 #[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
 pub unsafe extern "C" fn axle_structured_sink(
     msg: *const c_char,
     file: *const c_char,
     line: c_int,
     level: c_int,
+    domain: c_int,
+    str1: *const c_char,
+    int1: c_int,
+    int2: c_int,
 ) {
     // Levels: 1 warning, 2 error, 3 fatal. Warnings (such as a refused
     // external load, which leaves an entity empty) do not fail anything.
     if level < 2 {
         return;
     }
-    let message = opt_string(msg).unwrap_or_default().trim_end().to_string();
+    let mut message = opt_string(msg).unwrap_or_default().trim_end().to_string();
+    if domain == FROM_XPATH {
+        message = xpath_line(&message, opt_string(str1).as_deref(), int1);
+    }
     let file = opt_string(file);
     let line = u32::try_from(line).unwrap_or(0);
-    let text = match (&file, line) {
-        (Some(f), l) if l > 0 => format!("{f}:{l}: {message}\n"),
-        (Some(f), _) => format!("{f}: {message}\n"),
-        (None, _) => format!("{message}\n"),
+    // A parser's column (libxml2 counts from 1; 0 is "not known").
+    let column = match domain {
+        FROM_PARSER if line > 0 => u32::try_from(int2).unwrap_or(0),
+        _ => 0,
+    };
+    let text = match (&file, line, column) {
+        (Some(f), l, c) if l > 0 && c > 0 => format!("{f}:{l}:{c}: {message}\n"),
+        (Some(f), l, _) if l > 0 => format!("{f}:{l}: {message}\n"),
+        (Some(f), _, _) => format!("{f}: {message}\n"),
+        (None, _, _) => format!("{message}\n"),
     };
     note(&text);
     FIRST_ERROR.with(|e| {
         if let Ok(mut first) = e.try_borrow_mut() {
             if first.is_none() {
-                *first = Some((message, file, line));
+                *first = Some((message, file, line, column));
             }
         }
     });
@@ -210,19 +261,43 @@ pub(super) fn last_parse_error(fallback_file: &str) -> XmlError {
     let first = FIRST_ERROR.with(|e| e.borrow_mut().take());
     let extra = take_messages();
     match first {
-        Some((message, file, line)) => XmlError::Parse {
+        Some((message, file, line, column)) => XmlError::Parse {
             file: file.or_else(|| Some(fallback_file.to_string())),
             line: Some(line).filter(|l| *l > 0),
+            column: Some(column).filter(|c| *c > 0 && line > 0),
             message,
         },
         None => XmlError::Parse {
             file: Some(fallback_file.to_string()),
             line: None,
+            column: None,
             message: if extra.is_empty() {
                 "the document could not be parsed".to_string()
             } else {
                 extra
             },
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_xpath_error_names_its_expression_and_character_column() {
+        assert_eq!(
+            xpath_line("Invalid expression", Some("count(//para"), 12),
+            "Invalid expression at column 13 of the XPath expression \"count(//para\""
+        );
+        // A byte offset past two-byte characters counts characters.
+        assert_eq!(
+            xpath_line("Invalid expression", Some("'éé' +"), 7),
+            "Invalid expression at column 6 of the XPath expression \"'éé' +\""
+        );
+        assert_eq!(
+            xpath_line("Stack usage error", None, 0),
+            "Stack usage error"
+        );
     }
 }

@@ -136,10 +136,12 @@ fn malformed_document_reports_file_and_line() {
         XmlError::Parse {
             file,
             line,
+            column,
             message,
         } => {
             assert_eq!(file.as_deref(), Some("/site/bad.xml"));
             assert_eq!(line, Some(3), "{message}");
+            assert_eq!(column, Some(5), "{message}");
             assert!(message.contains("mismatch"), "{message}");
         }
         other => panic!("unexpected {other:?}"),
@@ -791,4 +793,20 @@ fn libxslt_advice_on_limits_is_reworded_and_other_text_kept() {
     ] {
         assert_eq!(errors::reword(kept), kept);
     }
+}
+
+#[test]
+fn a_broken_select_reports_its_expression_and_column() {
+    let xsl = br#"<xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">
+  <xsl:template match="/">
+    <p><xsl:value-of select="count(//para"/></p>
+  </xsl:template>
+</xsl:stylesheet>"#;
+    let err = Stylesheet::compile(xsl, "/site/bad.xsl", refuse()).unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("Invalid expression at column 13 of the XPath expression \"count(//para\""),
+        "{text}"
+    );
+    assert!(text.contains("file /site/bad.xsl line 3"), "{text}");
 }

@@ -361,3 +361,33 @@ fn cache_value(cache: CacheStatus) -> HeaderValue {
             .unwrap_or_else(|_| HeaderValue::from_static("partial")),
     }
 }
+
+/// The answer of a page that redirected (XSP's `web:redirect`) instead of
+/// its rendered document: `status`, `Location`, the page's cookies, never
+/// stored, and a line of HTML with the link for a client that does not
+/// follow it.
+pub(super) fn redirect_response(status: u16, location: &str, cookies: Vec<String>) -> Response {
+    // The taglib percent-encodes what a header cannot hold.
+    let target = HeaderValue::from_str(location).unwrap_or(HeaderValue::from_static("/"));
+    let link = location
+        .replace('&', "&amp;")
+        .replace('"', "&quot;")
+        .replace('<', "&lt;");
+    let mut response = Response::new(Body::from(format!(
+        "<!DOCTYPE html>\n<title>Redirected</title>\n<p>See <a href=\"{link}\">{link}</a>.</p>\n"
+    )));
+    *response.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::SEE_OTHER);
+    let headers = response.headers_mut();
+    headers.insert(header::LOCATION, target);
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=UTF-8"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    for cookie in cookies {
+        if let Ok(value) = HeaderValue::try_from(cookie) {
+            headers.append(header::SET_COOKIE, value);
+        }
+    }
+    response
+}

@@ -45,6 +45,7 @@ pub(super) async fn respond(
     source_request.query = query_string(query);
     source_request.headers = headers;
     source_request.body = body;
+    source_request.server = app.listening.get().copied();
     let produced = match mount.provider.produce(&source_request).await {
         Ok(p) => p,
         Err(e) => return Err(source_failed(mount, &path, &e)),

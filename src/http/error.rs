@@ -1,6 +1,8 @@
 //! The HTTP boundary's error type and its one mapping to status codes and
 //! error pages. Pages name our files (root-relative) and lines, never
-//! absolute paths and never content from outside the root.
+//! absolute paths and never content from outside the root. A page has
+//! Axle's built-in look (`look`): a heading, a sentence a person can act
+//! on, the technical reason (escaped) where there is one, a link home.
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -17,6 +19,17 @@ pub enum HttpError {
     /// 404: nothing there, or a path that tries to leave the root.
     #[error("not found: {0}")]
     NotFound(String),
+    /// 404: a directory URL with no index document where listings are
+    /// off; the page says how to turn them on (and, at `/`, that the
+    /// document root has no index and how to choose another root).
+    #[error("not found: {path} has no index document and listings are off")]
+    NoIndex {
+        /// The directory's URL path (`/docs/`).
+        path: String,
+        /// The index document's name (`index.xml`), None when the
+        /// location names none (`index = ""`).
+        index: Option<String>,
+    },
     /// 405: only GET and HEAD are served.
     #[error("method not allowed")]
     MethodNotAllowed,
@@ -230,7 +243,7 @@ impl HttpError {
     /// The status code.
     pub fn status(&self) -> StatusCode {
         match self {
-            HttpError::NotFound(_) => StatusCode::NOT_FOUND,
+            HttpError::NotFound(_) | HttpError::NoIndex { .. } => StatusCode::NOT_FOUND,
             HttpError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             HttpError::BadRequest(_) => StatusCode::BAD_REQUEST,
             HttpError::UriTooLong(_) => StatusCode::URI_TOO_LONG,
@@ -323,31 +336,7 @@ impl IntoResponse for HttpError {
             headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
             return response;
         }
-        let (title, detail) = match &self {
-            HttpError::NotFound(_) => (
-                "Not found",
-                "There is no document at this address.".to_string(),
-            ),
-            HttpError::MethodNotAllowed => (
-                "Method not allowed",
-                "Axle serves GET and HEAD requests (and POST to documents).".to_string(),
-            ),
-            HttpError::BadRequest(why) => ("Bad request", why.clone()),
-            HttpError::UriTooLong(why) => ("URI too long", why.clone()),
-            HttpError::ContentTooLarge(why) => ("Content too large", why.clone()),
-            HttpError::HeadTooLarge(why) => ("Request header fields too large", why.clone()),
-            HttpError::Render { title, detail }
-            | HttpError::Limited { title, detail, .. }
-            | HttpError::Source { title, detail, .. } => (*title, detail.clone()),
-            HttpError::Styled { .. } => ("Error", String::new()),
-        };
-        let body = format!(
-            "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{code} {title}</title></head>\n\
-             <body><h1>{code} {title}</h1>\n<pre>{detail}</pre>\n<hr><address>Axle</address></body></html>\n",
-            code = status.as_u16(),
-            title = super::escape_markup(title),
-            detail = super::escape_markup(&detail),
-        );
+        let body = page_body(&self, status);
         let mut response = (status, body).into_response();
         let headers = response.headers_mut();
         headers.insert(
@@ -378,6 +367,88 @@ impl IntoResponse for HttpError {
         }
         response
     }
+}
+
+/// The sentence above the technical reason, by status.
+fn lead(status: StatusCode) -> &'static str {
+    match status.as_u16() {
+        400 | 413 | 414 | 431 => "Axle could not take this request:",
+        404 => "There is no document at this address.",
+        405 | 415 => "This address does not take this request:",
+        500 => "This page could not be made:",
+        502 => "Axle could not get this page from the program or server behind it:",
+        503 => "Axle is busy or the source is unavailable; try again shortly:",
+        504 => "This page took longer than it may:",
+        _ => "This request could not be answered:",
+    }
+}
+
+/// The error page for `err` (not `Styled`, which has its own body).
+fn page_body(err: &HttpError, status: StatusCode) -> String {
+    use super::escape_markup as esc;
+    let code = status.as_u16();
+    let (title, body) = match err {
+        HttpError::NotFound(_) => ("Not found", format!("<p>{}</p>\n", lead(status))),
+        HttpError::NoIndex { path, index } => ("Not found", no_index(path, index.as_deref())),
+        HttpError::MethodNotAllowed => (
+            "Method not allowed",
+            "<p>Axle serves GET and HEAD requests (and POST to documents).</p>\n".to_string(),
+        ),
+        other => {
+            let (title, detail) = match other {
+                HttpError::BadRequest(why) => ("Bad request", why.as_str()),
+                HttpError::UriTooLong(why) => ("URI too long", why.as_str()),
+                HttpError::ContentTooLarge(why) => ("Content too large", why.as_str()),
+                HttpError::HeadTooLarge(why) => ("Request header fields too large", why.as_str()),
+                HttpError::Render { title, detail }
+                | HttpError::Limited { title, detail, .. }
+                | HttpError::Source { title, detail, .. } => (*title, detail.as_str()),
+                _ => ("Error", ""),
+            };
+            let mut body = format!("<p>{}</p>\n", lead(status));
+            if !detail.is_empty() {
+                body.push_str(&format!("<pre class=\"error\">{}</pre>\n", esc(detail)));
+            }
+            (title, body)
+        }
+    };
+    let body = format!(
+        "<h1>{code} {title}</h1>\n{body}<p class=\"home\"><a href=\"/\">Back to the home page</a></p>\n",
+        title = esc(title),
+    );
+    super::look::page(&format!("{code} {title}"), &body)
+}
+
+/// What a directory without an index and without listings says: how to
+/// list it, and at `/` that the root has no index and `--root` chooses
+/// another (the root's path is not shown: clients never see it).
+fn no_index(path: &str, index: Option<&str>) -> String {
+    use super::escape_markup as esc;
+    let mut body = String::new();
+    let missing = match index {
+        Some(name) => format!("has no <code>{}</code>", esc(name)),
+        None => "has no index document (<code>index = \"\"</code>)".to_string(),
+    };
+    if path == "/" {
+        body.push_str(&format!(
+            "<p>The document root {missing}, and directory listings are off. \
+             To serve another directory, start Axle with <code>axle serve --root DIR</code>.</p>\n"
+        ));
+    } else {
+        body.push_str(&format!(
+            "<p>There is no document at this address: the directory {missing}, \
+             and directory listings are off here.</p>\n"
+        ));
+    }
+    body.push_str(&format!(
+        "<p>To list this directory, turn listings on for it in <code>axle.toml</code>:</p>\n\
+         <pre>[location.\"{}\"]\ndirectories = true</pre>\n",
+        esc(match path.trim_end_matches('/') {
+            "" => "/",
+            prefix => prefix,
+        })
+    ));
+    body
 }
 
 #[cfg(test)]
@@ -457,6 +528,63 @@ mod tests {
             HttpError::from_pipeline(other, root).status(),
             StatusCode::INTERNAL_SERVER_ERROR
         );
+    }
+
+    #[test]
+    fn an_error_page_escapes_its_reason_and_links_home() {
+        let e = HttpError::Render {
+            title: "Broken stylesheet",
+            detail: "Invalid expression \"1 < <b>\"".into(),
+        };
+        let html = page_body(&e, e.status());
+        assert!(html.contains("<h1>500 Broken stylesheet</h1>"), "{html}");
+        assert!(
+            html.contains(
+                "<pre class=\"error\">Invalid expression &quot;1 &lt; &lt;b&gt;&quot;</pre>"
+            ),
+            "{html}"
+        );
+        assert!(
+            html.contains("<a href=\"/\">Back to the home page</a>"),
+            "{html}"
+        );
+    }
+
+    #[test]
+    fn a_directory_without_index_says_how_to_list_it_and_at_the_root_how_to_choose_one() {
+        let docs = HttpError::NoIndex {
+            path: "/docs/".into(),
+            index: Some("index.xml".into()),
+        };
+        assert_eq!(docs.status(), StatusCode::NOT_FOUND);
+        let html = page_body(&docs, docs.status());
+        assert!(
+            html.contains("[location.\"/docs\"]\ndirectories = true"),
+            "{html}"
+        );
+        assert!(!html.contains("--root"), "{html}");
+        let root = HttpError::NoIndex {
+            path: "/".into(),
+            index: Some("index.xml".into()),
+        };
+        let html = page_body(&root, root.status());
+        assert!(
+            html.contains("The document root has no <code>index.xml</code>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<code>axle serve --root DIR</code>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("[location.\"/\"]\ndirectories = true"),
+            "{html}"
+        );
+        let none = HttpError::NoIndex {
+            path: "/x/".into(),
+            index: None,
+        };
+        assert!(page_body(&none, none.status()).contains("<code>index = \"\"</code>"));
     }
 
     #[test]

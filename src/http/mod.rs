@@ -5,6 +5,7 @@
 
 mod access_log;
 pub mod admin;
+mod builtin;
 mod charset;
 mod choose;
 mod conn;
@@ -14,6 +15,7 @@ mod dynamic;
 mod encoding;
 mod error;
 mod hot;
+mod look;
 mod metrics;
 pub mod pages;
 mod params;
@@ -75,6 +77,11 @@ pub struct App {
     pages: pages::Pages,
     /// Held by a reload (SIGHUP and the root watch may ask at once).
     reloading: std::sync::Mutex<()>,
+    /// The memory budget (`--cache-size`), for the status page.
+    cache_size: u64,
+    /// The public listener's address as bound (the first one served on):
+    /// where an upstream source naming this same server fetches from.
+    listening: std::sync::OnceLock<std::net::SocketAddr>,
 }
 
 impl App {
@@ -127,6 +134,8 @@ impl App {
             access_log,
             pages: pages::Pages::default(),
             reloading: std::sync::Mutex::new(()),
+            cache_size: config.cache_size,
+            listening: std::sync::OnceLock::new(),
         }))
     }
 
@@ -140,6 +149,11 @@ impl App {
     /// Requests and render times per page.
     pub fn pages(&self) -> &pages::Pages {
         &self.pages
+    }
+
+    /// The memory budget it was made with (`--cache-size`).
+    pub fn cache_size(&self) -> u64 {
+        self.cache_size
     }
 
     /// The pipeline (for counters and tests).
@@ -233,6 +247,9 @@ pub async fn serve_on(
     app: Arc<App>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    if let Ok(addr) = listener.local_addr() {
+        let _ = app.listening.set(addr);
+    }
     let fast = Arc::clone(&app);
     let limits = app.limits.clone();
     conn::serve(
@@ -444,10 +461,19 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
             if method == Method::POST {
                 return Err(HttpError::MethodNotAllowed);
             }
-            let listing = directory::listing(&located.path, provider.root())
-                .map_err(|e| HttpError::NotFound(e.to_string()))?;
+            let listing = directory::listing(&located.path, provider.root(), |name, is_dir| {
+                directory::served(app, &site, &path, name, is_dir)
+            })
+            .map_err(|e| HttpError::NotFound(e.to_string()))?;
+            if location.processors.is_empty() && !passthru {
+                return directory::page(&path, listing, location.passthru).await;
+            }
             let chosen = forced(choose::choose(&location, request.headers(), &query, None));
-            let req = render_request(&location, &chosen, params(&location, &query, &[]));
+            let mut req = render_request(&location, &chosen, params(&location, &query, &[]));
+            if passthru {
+                // The filelist itself, as for a document's source.
+                req.processors.clear();
+            }
             let rendered = app
                 .pipeline
                 .render_generated(&located.path, listing, &req)
@@ -466,13 +492,15 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
             return Ok(document_response(app, rendered, request.headers(), &location).await);
         }
         ResourceKind::Directory => {
-            let index = location
-                .index
-                .as_deref()
-                .ok_or_else(|| HttpError::NotFound(path.clone()))?;
-            provider
-                .locate(&format!("{path}{index}"))
-                .map_err(not_found)?
+            let no_index = || HttpError::NoIndex {
+                path: path.clone(),
+                index: location.index.clone(),
+            };
+            let index = location.index.as_deref().ok_or_else(no_index)?;
+            match provider.locate(&format!("{path}{index}")) {
+                Err(ProviderError::NotFound(_)) => return Err(no_index()),
+                found => found.map_err(not_found)?,
+            }
         }
     };
     if !is_document(&located) {
@@ -519,6 +547,9 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
     match app.pipeline.render(&located, &req).await {
         Ok(rendered) => {
             let cookies = info.take_set_cookies();
+            if let Some((status, location)) = info.take_redirect() {
+                return Ok(document::redirect_response(status, &location, cookies));
+            }
             if !cookies.is_empty() {
                 let mut response = document_response(app, rendered, &headers, &location).await;
                 for cookie in cookies {

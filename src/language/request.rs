@@ -1,6 +1,6 @@
 //! What a stage may know of the HTTP request behind a render, and what it
 //! may add to the response: the request's method, path, query and form
-//! fields, headers and cookies; cookies to set. Exists for Languages whose
+//! fields, headers and cookies; cookies to set, a redirect. Exists for Languages whose
 //! output is a function of the request (XSP's `request` and `cookie`
 //! taglibs): such a stage says it is not cacheable, so its output is
 //! never shared between requests, and the stages after it are keyed by
@@ -33,6 +33,8 @@ pub struct RequestInfo {
     pub remote_addr: Option<std::net::IpAddr>,
     /// `Set-Cookie` values a stage added (see [`RequestInfo::set_cookie`]).
     set_cookies: Mutex<Vec<String>>,
+    /// The redirect a stage asked for (see [`RequestInfo::redirect`]).
+    redirect: Mutex<Option<(u16, String)>>,
 }
 
 impl RequestInfo {
@@ -93,6 +95,19 @@ impl RequestInfo {
         if let Ok(mut list) = self.set_cookies.lock() {
             list.push(value);
         }
+    }
+
+    /// Answers the request with `status` (a 3xx) and `Location: location`
+    /// instead of the rendered document (the last call wins).
+    pub fn redirect(&self, status: u16, location: String) {
+        if let Ok(mut slot) = self.redirect.lock() {
+            *slot = Some((status, location));
+        }
+    }
+
+    /// The redirect asked for, taken.
+    pub fn take_redirect(&self) -> Option<(u16, String)> {
+        self.redirect.lock().ok().and_then(|mut slot| slot.take())
     }
 
     /// The `Set-Cookie` values added so far, taken.

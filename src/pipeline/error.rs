@@ -120,6 +120,7 @@ impl ChainJob {
                     let error = XmlError::Parse {
                         file: Some(document()),
                         line: *line,
+                        column: None,
                         message: message.clone(),
                     };
                     return PipelineError::Source {

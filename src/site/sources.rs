@@ -204,9 +204,19 @@ pub(super) fn mount(
             let Some(url) = &p.url else {
                 return Err(here.err(
                     &key("url"),
-                    "an upstream provider needs a url (\"http://host:port{path}\")",
+                    "an upstream provider needs a url (\"http://host:port{path}\", or \
+                     \"/prefix{path}\" for this same server)",
                 ));
             };
+            if UpstreamSource::names_this_server(url) && fetches_itself(prefix, url) {
+                return Err(here.err(
+                    &key("url"),
+                    format!(
+                        "{url:?} is under this location ({prefix}): each request would \
+                         fetch itself; name a path outside it"
+                    ),
+                ));
+            }
             let mut config = UpstreamConfig::new(url.clone());
             if let Some(t) = duration("timeout", &p.timeout)? {
                 config.timeout = t;
@@ -238,6 +248,17 @@ pub(super) fn mount(
         provider,
         client_document,
     }))
+}
+
+/// Whether a this-server upstream `url` (a path template) falls under the
+/// location `prefix` that mounts it: every request would fetch itself.
+fn fetches_itself(prefix: &str, url: &str) -> bool {
+    let path = url.split(['?', '{']).next().unwrap_or(url);
+    let prefix = prefix.trim_end_matches('/');
+    prefix.is_empty()
+        || path
+            .strip_prefix(prefix)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
 }
 
 /// Bytes of answers a source with a time-to-live keeps.

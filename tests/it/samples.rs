@@ -136,16 +136,16 @@ async fn the_readmes_render_command_works_from_a_checkout() {
 }
 
 /// The dynamic sources of the bundled site, as `samples/axle.toml`
-/// configures them (the mirror's upstream is this same server, so its
-/// address is put in place of 127.0.0.1:8080): the program's page, a
-/// POSTed document (the page's own curl line), the mirror, the filter.
+/// configures them, on an ephemeral port (the mirror's upstream is this
+/// same server, named by a path: it follows the port): the program's page,
+/// a POSTed document (the page's own curl line), the mirror, the filter.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_dynamic_samples_work_as_their_pages_say() {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let toml = std::fs::read_to_string(samples().join("axle.toml"))
-        .unwrap()
-        .replace("127.0.0.1:8080", &addr.to_string());
+    let toml = std::fs::read_to_string(samples().join("axle.toml")).unwrap();
+    assert!(
+        !toml.contains("127.0.0.1:"),
+        "samples/axle.toml names no address of its own"
+    );
     let registry = axle::Registry::default();
     let site = axle::site::SiteConfig::parse_in(
         &toml,
@@ -160,7 +160,7 @@ async fn the_dynamic_samples_work_as_their_pages_say() {
     );
     let mut config = axle::ServeConfig::new(samples());
     config.cache_mode = CacheMode::Incremental;
-    let server = TestServer::start_full_on(listener, config, registry, site).await;
+    let server = TestServer::start_full(config, registry, site).await;
 
     let index = server.get("/dynamic/").await;
     assert_eq!(index.status, 200, "{}", index.text());
@@ -229,4 +229,185 @@ async fn the_dynamic_samples_work_as_their_pages_say() {
         "{}",
         shout.text()
     );
+}
+
+/// `axle serve --root samples` on a port the system chooses: the mirror
+/// (an upstream named by a path) fetches from wherever the server listens,
+/// so `/mirror/page.xml` is the mirrored page, not a 502.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_sample_mirror_follows_the_port_the_server_listens_on() {
+    let (mut child, url) = crate::support::serve_child(
+        &["--listen", "127.0.0.1:0"],
+        &samples(),
+        std::process::Stdio::null(),
+    );
+    let fetch = |path: &str| {
+        let url = format!("{url}{path}");
+        async move {
+            let r = reqwest::get(url).await.unwrap();
+            (r.status().as_u16(), r.text().await.unwrap())
+        }
+    };
+    let mirror = fetch("/mirror/page.xml").await;
+    let direct = fetch("/dynamic/mirrored/page.xml").await;
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(mirror.0, 200, "{}", mirror.1);
+    assert_eq!(mirror, direct, "the mirror renders the mirrored page");
+}
+
+/// The guest book (`samples/xsp/guestbook.xml`) on a copy of the samples
+/// (its own database): a signed POST inserts the entry and answers 303 See
+/// Other to the page (`web:redirect`), not the page itself, so a reload
+/// does not post again; the GET it leads to lists the new entry. A POST
+/// that lacks a field inserts nothing and shows the page.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_guestbook_redirects_after_a_post() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("samples");
+    crate::support::copy_dir(&samples(), &root);
+    for stale in [
+        "guestbook.sqlite",
+        "guestbook.sqlite-wal",
+        "guestbook.sqlite-shm",
+    ] {
+        let _ = std::fs::remove_file(root.join("data").join(stale));
+    }
+    let registry = axle::Registry::default();
+    let toml = std::fs::read_to_string(root.join("axle.toml")).unwrap();
+    let site =
+        axle::site::SiteConfig::parse_in(&toml, &root.join("axle.toml"), registry.clone(), &root)
+            .unwrap();
+    let server = TestServer::start_full(axle::ServeConfig::new(&root), registry, site).await;
+    let form = "application/x-www-form-urlencoded";
+
+    let signed = server
+        .post("/xsp/guestbook.xml", form, "name=Ada&message=Signed+once")
+        .await;
+    assert_eq!(signed.status, 303, "{}", signed.text());
+    assert_eq!(signed.header("location"), "/xsp/guestbook.xml#entries");
+    assert_eq!(signed.header("cache-control"), "no-store");
+    assert!(!signed.text().contains("Signed once"), "{}", signed.text());
+
+    let page = server.get("/xsp/guestbook.xml").await;
+    assert_eq!(page.status, 200, "{}", page.text());
+    assert_eq!(
+        page.text().matches("Signed once").count(),
+        1,
+        "{}",
+        page.text()
+    );
+    assert!(
+        page.text().contains("<strong>Ada</strong>"),
+        "{}",
+        page.text()
+    );
+
+    let unsigned = server
+        .post("/xsp/guestbook.xml", form, "name=&message=Nobody")
+        .await;
+    assert_eq!(unsigned.status, 200, "{}", unsigned.text());
+    assert!(unsigned.header("location").is_empty());
+    assert!(
+        !server
+            .get("/xsp/guestbook.xml")
+            .await
+            .text()
+            .contains("Nobody")
+    );
+}
+
+/// The head a raw `GET path` gets from 127.0.0.1:`port` (as curl sends
+/// it, keep-alive): the status line and the header lines, in order.
+fn raw_head(port: &str, path: &str) -> Vec<String> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(format!("127.0.0.1:{port}")).unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUser-Agent: curl/8.5.0\r\nAccept: */*\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !response.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = stream.read(&mut buf).unwrap();
+        assert!(n > 0, "the server closed before its head");
+        response.extend_from_slice(&buf[..n]);
+    }
+    let text = String::from_utf8_lossy(&response);
+    let head = text.split("\r\n\r\n").next().unwrap();
+    head.lines().map(str::to_string).collect()
+}
+
+/// README's "What you see" shows what `axle serve` sends today: its
+/// first `console` block's response head (the status line, the header
+/// names in their order, the content type, `x-axle-cache: miss`, an ETag
+/// of the shape shown) is what the binary serving the samples answers, and
+/// the second request is a hit. The values that follow a checkout (the
+/// ETag, dates, length) are not compared.
+#[test]
+fn the_readme_shows_the_head_the_server_sends() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let section = readme.split("## What you see").nth(1).unwrap();
+    let block = section
+        .split("```console\n")
+        .nth(1)
+        .unwrap()
+        .split("```")
+        .next()
+        .unwrap();
+    let mut lines = block.lines();
+    let command = lines.next().unwrap();
+    let url = command
+        .split_whitespace()
+        .find(|w| w.starts_with("http://127.0.0.1:8080/"))
+        .unwrap();
+    let path = url.trim_start_matches("http://127.0.0.1:8080");
+    let shown: Vec<&str> = lines.by_ref().take_while(|l| !l.is_empty()).collect();
+    let hit_command = lines.next().unwrap();
+    assert!(hit_command.contains(url), "{hit_command}");
+    assert_eq!(lines.next(), Some("x-axle-cache: hit"));
+
+    let (mut child, base) = crate::support::serve_child(
+        &["--listen", "127.0.0.1:0"],
+        &samples(),
+        std::process::Stdio::null(),
+    );
+    let port = base.rsplit(':').next().unwrap().to_string();
+    let first = raw_head(&port, path);
+    let second = raw_head(&port, path);
+    let _ = child.kill();
+    let _ = child.wait();
+
+    let name = |line: &str| line.split(':').next().unwrap().to_string();
+    assert_eq!(first[0], shown[0], "the status line");
+    assert_eq!(
+        first[1..].iter().map(|l| name(l)).collect::<Vec<_>>(),
+        shown[1..].iter().map(|l| name(l)).collect::<Vec<_>>(),
+        "README's header names and order: the server sent\n{}",
+        first.join("\n")
+    );
+    for exact in ["content-type", "x-axle-cache", "vary"] {
+        let of = |head: &[String]| {
+            head.iter()
+                .find(|l| name(l) == exact)
+                .cloned()
+                .unwrap_or_default()
+        };
+        let shown: Vec<String> = shown.iter().map(|l| l.to_string()).collect();
+        assert_eq!(of(&first), of(&shown), "{exact}");
+    }
+    let etag = first.iter().find(|l| l.starts_with("etag: ")).unwrap();
+    let shown_etag = shown.iter().find(|l| l.starts_with("etag: ")).unwrap();
+    assert_eq!(etag.len(), shown_etag.len(), "{etag} vs {shown_etag}");
+    assert!(
+        second.iter().any(|l| l == "x-axle-cache: hit"),
+        "{second:?}"
+    );
+    let mut names_hit: Vec<String> = second[1..].iter().map(|l| name(l)).collect();
+    let mut names_shown: Vec<String> = shown[1..].iter().map(|l| name(l)).collect();
+    names_hit.sort();
+    names_shown.sort();
+    assert_eq!(names_hit, names_shown, "a hit sends the same header fields");
 }

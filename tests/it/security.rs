@@ -138,7 +138,7 @@ async fn a_malformed_source_is_500_naming_the_document_and_line_without_the_root
         // libxml2 notices the mismatch at `</doc>` on line 5; `<title>` opened
         // on line 4.
         assert!(
-            body.contains("/malformed.xml is not well-formed XML: /malformed.xml:5: Opening and ending tag mismatch: title line 4 and doc"),
+            body.contains("/malformed.xml is not well-formed XML: /malformed.xml:5:7: Opening and ending tag mismatch: title line 4 and doc"),
             "{mode}: {body}"
         );
         assert_still_serving(&server, "/malformed.xml").await;
@@ -170,7 +170,7 @@ async fn a_malformed_stylesheet_is_500_naming_the_stylesheet_and_line() {
         let r = server.get("/broken-style.xml").await;
         assert_error_page(&r, 500, "Broken stylesheet", &site, &format!("{mode}"));
         assert!(
-            r.text().contains("/s/broken.xsl cannot be used: /s/broken.xsl:2: Opening and ending tag mismatch: unclosed line 2 and xsl:template"),
+            r.text().contains("/s/broken.xsl cannot be used: /s/broken.xsl:2:50: Opening and ending tag mismatch: unclosed line 2 and xsl:template"),
             "{mode}: {}",
             r.text()
         );

@@ -93,7 +93,7 @@ async fn a_post_location_refuses_what_it_cannot_take() {
     // libxml2's report: the document and line, then its message.
     assert!(
         r.text()
-            .contains("/post/x.xml:2: Opening and ending tag mismatch"),
+            .contains("/post/x.xml:2:8: Opening and ending tag mismatch"),
         "{}",
         r.text()
     );
@@ -299,6 +299,29 @@ async fn upstream_failures_have_their_statuses_and_the_server_serves_on() {
     assert_eq!(ok.status, 200);
     assert!(!seen.of("etag.xml").is_empty());
     assert_eq!(server.get("/two.xml").await.status, 200);
+}
+
+/// An upstream url that is a path names this same server, at the address
+/// its listener was bound to (here a port the system chose): the mirror
+/// of a page is that page's source, rendered through its chain.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_upstream_named_by_a_path_is_this_server_wherever_it_listens() {
+    let site = TestSite::new();
+    site.write("d/page.xml", &article("Mirrored"));
+    let toml =
+        "[location.\"/m\"]\nprovider = { type = \"upstream\", url = \"/d{path}?passthru=1\" }\n";
+    for mode in crate::support::MODES {
+        let server = server(&site, toml, mode).await;
+        let mirror = server.get("/m/page.xml").await;
+        assert_eq!(mirror.status, 200, "{mode:?}: {}", mirror.text());
+        assert!(mirror.text().contains("Mirrored"), "{}", mirror.text());
+        assert_eq!(
+            mirror.body,
+            server.get("/d/page.xml").await.body,
+            "{mode:?}"
+        );
+        assert_eq!(server.get("/m/none.xml").await.status, 404, "{mode:?}");
+    }
 }
 
 async fn server_for_dead(site: &TestSite, addr: std::net::SocketAddr) -> TestServer {
@@ -618,6 +641,26 @@ fn provider_keys_are_checked_by_type() {
             "[location.\"/p\"]\nprovider = { type = \"command\", argv = [\"sh\"], headers = [\"x_real_ip\"] }",
             "provider.headers",
             "'_'",
+        ),
+        (
+            "[location.\"/p\"]\nprovider = { type = \"upstream\", url = \"/p/x{path}\" }",
+            "provider.url",
+            "fetch itself",
+        ),
+        (
+            "[location.\"/\"]\nprovider = { type = \"upstream\", url = \"/d{path}\" }",
+            "provider.url",
+            "fetch itself",
+        ),
+        (
+            "[location.\"/p\"]\nprovider = { type = \"upstream\", url = \"//x/{path}\" }",
+            "provider.url",
+            "one leading /",
+        ),
+        (
+            "[location.\"/p\"]\nprovider = { type = \"upstream\", url = \"/d{path}{path}\" }",
+            "provider.url",
+            "at most once",
         ),
         ("[filter.\"a/b\"]\nargv = []", "argv", "needs argv"),
         (

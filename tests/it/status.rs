@@ -20,10 +20,11 @@ fn on_path(names: &[&str]) -> Option<PathBuf> {
 }
 
 /// Checks the page with `tidy -errors -q`: exit status 2 means errors
-/// (1 is warnings only, which `-errors` does not print).
-fn validate(html: &Path) -> bool {
+/// (1 is warnings only, which `-errors` does not print). Also for the
+/// other pages Axle makes itself (`pages.rs`).
+pub fn validate(html: &Path) -> bool {
     let Some(tidy) = on_path(&["tidy"]) else {
-        skip("no `tidy` on PATH to validate the status page (apt-get install tidy)");
+        skip("no `tidy` on PATH to validate Axle's own pages (apt-get install tidy)");
         return false;
     };
     let out = Command::new(tidy)
@@ -34,7 +35,8 @@ fn validate(html: &Path) -> bool {
     let report = String::from_utf8_lossy(&out.stderr);
     assert!(
         out.status.code().is_some_and(|c| c < 2) && !report.contains("Error:"),
-        "tidy finds errors in the status page ({:?}):\n{report}\n{}",
+        "tidy finds errors in {} ({:?}):\n{report}\n{}",
+        html.display(),
         out.status,
         std::fs::read_to_string(html).unwrap()
     );
@@ -183,4 +185,74 @@ async fn stats_rank_the_hottest_and_slowest_pages_and_list_stylesheets() {
     assert_eq!(sheets[0]["path"], "/s/page.xsl", "{stats:#}");
     assert_eq!(sheets[0]["language"], "xslt", "{stats:#}");
     assert!(sheets[0]["files"].as_u64().unwrap() >= 1, "{stats:#}");
+}
+
+/// The number in the cell after the row header ending in `label`.
+fn row(html: &str, label: &str) -> u64 {
+    let at = html
+        .find(&format!("{label}</th><td class=\"n\">"))
+        .unwrap_or_else(|| panic!("no row {label}: {html}"));
+    let rest = &html[at + label.len() + "</th><td class=\"n\">".len()..];
+    let rest = rest.strip_prefix("<abbr").map_or(rest, |r| {
+        let (_, after) = r.split_once('>').unwrap();
+        after
+    });
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    digits
+        .parse()
+        .unwrap_or_else(|_| panic!("row {label}: {rest}"))
+}
+
+/// The status page's figures agree with each other and with `/stats`:
+/// hits are the hot memo's, the memory tier's and the lower tiers', the
+/// memory tier's hits include the hot memo's (it answers from that tier's
+/// entries), sizes are in IEC units with the exact bytes in a title only,
+/// and the page says where counts are sampled.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_status_page_figures_add_up_in_one_unit_format() {
+    let site = TiersSite::new();
+    let axle = Axle::start(&site.root, true, &["--cache-size", "256MiB"]);
+    for _ in 0..40 {
+        assert_eq!(axle.get("/small.xml", &[]).await.status, 200);
+    }
+    let stats = axle.stats().await;
+    let url = format!("http://{}/status", axle.admin());
+    let r = request(reqwest::Method::GET, &url, &[]).await;
+    assert_eq!(r.status, 200);
+    let html = r.text();
+    let hits = row(&html, ">hits");
+    let hot = row(&html, "from the hot memo");
+    let memory = row(&html, "rendered from the memory tier");
+    let lower = row(&html, "from a lower tier");
+    assert_eq!(hits, hot + memory + lower, "{html}");
+    assert_eq!(hits, stats["hits"].as_u64().unwrap(), "{stats:#}");
+    assert!(hot > 0, "hits on the hot path: {stats:#}");
+    assert_eq!(hot, stats["hot_hits"].as_u64().unwrap(), "{stats:#}");
+    // The memory tier's hits: the hot memo's and the rendered ones.
+    let tier_hits = format!(
+        "<abbr title=\"{hot} from the hot memo + {memory} rendered\">{}</abbr>",
+        hot + memory
+    );
+    assert!(html.contains(&tier_hits), "{tier_hits}: {html}");
+    // /stats is as it was: the memory tier's own hits are the rendered ones.
+    let tiers = stats["tiers"].as_array().unwrap();
+    assert_eq!(tiers[0]["name"], "memory");
+    assert_eq!(tiers[0]["hits"].as_u64().unwrap(), memory, "{stats:#}");
+    // Sizes: IEC, exact bytes only in titles.
+    let capacity = tiers[0]["capacity"].as_u64().unwrap();
+    assert!(
+        html.contains(&format!("<abbr title=\"{capacity} bytes\">")),
+        "{html}"
+    );
+    assert!(!html.contains(&format!(">{capacity} bytes")), "{html}");
+    assert!(
+        html.contains("<abbr title=\"268435456 bytes\">256 MiB</abbr>"),
+        "--cache-size as given: {html}"
+    );
+    assert!(html.contains("of the 256 MiB budget"), "{html}");
+    assert!(!html.contains(" bytes<"), "a size in bytes shown: {html}");
+    assert!(html.contains("counted 1 in 16 per thread"), "{html}");
+    // The built-in look.
+    assert!(html.contains("prefers-color-scheme: dark"), "{html}");
+    assert!(html.contains("class=\"axle-header\""), "{html}");
 }

@@ -1,5 +1,5 @@
 //! XSP pages (issue #28): every core element, the built-in taglibs
-//! (`request`, `param`, `cookie`, `util`), the errors (page, line, tag),
+//! (`request`, `param`, `cookie`, `util`, `web`), the errors (page, line, tag),
 //! and how the cache treats an XSP front (never stored; in incremental
 //! mode the stages after it hit when it repeats itself), in every mode.
 
@@ -548,4 +548,70 @@ async fn passthru_shows_no_xsp_source_unless_a_location_says_so() {
     let files = TestServer::start(&files_site.root, CacheMode::Incremental).await;
     let r = get(&files, "/two.xml?passthru=1", &[]).await;
     assert!(r.text().contains("<?xml-stylesheet"), "{}", r.text());
+}
+
+/// AxKit's WebUtils `web:redirect`: the page answers with the status and
+/// `Location` (relative references resolved against the page, the page's
+/// cookies kept, never stored) instead of its document, only when the
+/// condition around it holds; a target off this site, a status that is
+/// not a redirect, `host`, or a cacheable page that redirects are errors.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_webutils_taglib_redirects() {
+    let (_dir, root) = site();
+    let page = |attributes: &str, body: &str| {
+        format!(
+            "<?xml version=\"1.0\"?>\n<?xml-stylesheet href=\".\" type=\"application/x-xsp\"?>\n\
+             <xsp:page xmlns:xsp=\"http://apache.org/xsp/core/v1\" xmlns:axsp=\"urn:axle:xsp\"\n\
+             xmlns:xsp-request=\"http://apache.org/xsp/request/2.0\"\n\
+             xmlns:cookie=\"http://axkit.org/NS/xsp/cookie/v1\"\n\
+             xmlns:web=\"http://axkit.org/NS/xsp/webutils/v1\"{attributes}>\n<p>{body}</p>\n</xsp:page>\n"
+        )
+    };
+    std::fs::create_dir_all(root.join("r")).unwrap();
+    std::fs::write(
+        root.join("r/go.xml"),
+        page(
+            "",
+            "<axsp:if test=\"$params[@name = 'to']\"><cookie:create name=\"went\" value=\"1\"/>\
+             <web:redirect><web:uri><xsp-request:get-parameter name=\"to\"/></web:uri>\
+             <web:status><xsp-request:get-parameter name=\"s\" default=\"302\"/></web:status></web:redirect></axsp:if>stayed",
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("r/host.xml"),
+        page("", "<web:redirect uri=\"/\" host=\"evil.example\"/>"),
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("r/cached.xml"),
+        page(" axsp:ttl=\"60s\"", "<web:redirect uri=\"/\"/>"),
+    )
+    .unwrap();
+    for mode in MODES {
+        let server = TestServer::start(&root, mode).await;
+        let r = get(&server, "/r/go.xml?to=next.xml%3Fa%3Db%20c&s=307", &[]).await;
+        assert_eq!(r.status, 307, "{mode:?}: {}", r.text());
+        assert_eq!(r.header("location"), "/r/next.xml?a=b%20c");
+        assert_eq!(r.header("cache-control"), "no-store");
+        assert_eq!(set_cookies(&r), ["went=1; Path=/"]);
+        assert!(!r.text().contains("stayed"), "{}", r.text());
+        let r = get(&server, "/r/go.xml?to=/x.xml", &[]).await;
+        assert_eq!((r.status, r.header("location").as_str()), (302, "/x.xml"));
+        let r = get(&server, "/r/go.xml", &[]).await;
+        assert_eq!(r.status, 200, "{}", r.text());
+        assert!(r.text().contains("stayed"), "{}", r.text());
+        for (path, why) in [
+            ("/r/go.xml?to=http://evil.example/", "a path on this site"),
+            ("/r/go.xml?to=//evil.example/", "a path on this site"),
+            ("/r/go.xml?to=/x&s=200", "one of 301, 302, 303, 307, 308"),
+            ("/r/host.xml", "host is not supported"),
+            ("/r/cached.xml", "never cached"),
+        ] {
+            let r = get(&server, path, &[]).await;
+            assert_eq!(r.status, 500, "{path}: {}", r.text());
+            assert!(r.text().contains(why), "{path}: {}", r.text());
+            assert!(r.header("location").is_empty(), "{path}");
+        }
+    }
 }

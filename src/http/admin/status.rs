@@ -1,17 +1,14 @@
 //! `GET /status` on the admin listener: an HTML page about the running
 //! server, rendered by Axle's own XSLT engine from an XML status document
-//! built here, through the bundled `stylesheets/status.xsl`.
+//! built here, through the bundled `stylesheets/status.xsl`
+//! (`super::super::builtin`: compiled into the binary, run outside the
+//! pipeline so the page counts in no figure it shows), in the built-in
+//! page shell and style (`look`). Each request runs one transform on the
+//! blocking pool.
 //!
-//! The stylesheet is compiled into the binary (`include_bytes!`), not read
-//! from a path: an installed `axle` has no source tree, and the document
-//! root (where the pipeline finds stylesheets) is the site's, which must
-//! not have to carry it. So it does not go through `Pipeline` (whose
-//! stylesheets are files under the root, and whose counters this page
-//! reports: rendering it there would count the page in its own figures and
-//! put it in the cache); it is compiled once with
-//! [`crate::ffi::Stylesheet::compile`] from those bytes, with a resolver
-//! that refuses every load (it imports nothing), and each request runs one
-//! transform of the generated document on the blocking pool.
+//! Sizes are formatted here, once ([`iec`]), and sent with their exact
+//! bytes; the memory tier's hits include the hot memo's (it answers from
+//! that tier's entries), so the tiers' hits add up to the page's hits.
 //!
 //! The chart's figures come from [`History`]: a ring of cumulative counter
 //! samples, one every [`SAMPLE_EVERY`], kept for [`WINDOW`], taken by a
@@ -20,21 +17,15 @@
 use std::collections::VecDeque;
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
+use super::super::builtin::BuiltIn;
 use super::super::{App, escape_markup};
 use super::{StatsDoc, stats_of};
-use crate::ffi::{Limits, RefuseAll, Stylesheet, XmlDoc};
-
-/// The bundled stylesheet.
-const STATUS_XSL: &[u8] = include_bytes!("../../../stylesheets/status.xsl");
-/// The URL the bundled stylesheet is compiled as (nothing is loaded
-/// relative to it).
-const STATUS_XSL_URL: &str = "axle:/status.xsl";
 
 /// How often the history takes a sample.
 pub const SAMPLE_EVERY: Duration = Duration::from_secs(10);
@@ -176,6 +167,24 @@ fn text(value: &str) -> String {
     escape_markup(&clean)
 }
 
+/// `bytes` in IEC units, the one way the status page writes a size:
+/// `512 B`, `1.5 KiB`, `230 MiB` (one decimal, dropped when it is 0).
+pub fn iec(bytes: u64) -> String {
+    const UNITS: [&str; 6] = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    let text = format!("{value:.1}");
+    let text = text.strip_suffix(".0").unwrap_or(&text);
+    format!("{text} {}", UNITS[unit])
+}
+
 /// The status document for `stats` (what `/stats` says), `app`'s
 /// configuration and the chart's `samples`.
 pub fn document(app: &App, stats: &StatsDoc, samples: &[Sample]) -> String {
@@ -184,37 +193,59 @@ pub fn document(app: &App, stats: &StatsDoc, samples: &[Sample]) -> String {
     let answered = stats.hits + stats.misses + stats.partials + stats.uncacheable;
     let _ = writeln!(
         x,
-        "<status version=\"{}\" uptime-seconds=\"{}\" mode=\"{}\" freshness=\"{}\">",
+        "<status version=\"{}\" uptime-seconds=\"{}\" mode=\"{}\" freshness=\"{}\" hit-sample=\"{}\">",
         text(env!("CARGO_PKG_VERSION")),
         stats.uptime_seconds,
         text(&stats.mode),
         text(&stats.freshness),
+        super::super::metrics::HIT_SAMPLE,
     );
     let _ = writeln!(x, "<config>");
     let root = app.pipeline().provider().root().display().to_string();
-    let mut setting = |name: &str, value: &str| {
+    let mut setting = |name: &str, value: &str, title: Option<String>| {
+        let title = title
+            .map(|t| format!(" title=\"{}\"", text(&t)))
+            .unwrap_or_default();
         let _ = writeln!(
             x,
-            "<setting name=\"{}\">{}</setting>",
+            "<setting name=\"{}\"{title}>{}</setting>",
             text(name),
             text(value)
         );
     };
-    setting("root", &root);
-    setting("cache mode", &stats.mode);
-    setting("freshness", &stats.freshness);
+    setting("root", &root, None);
+    setting("cache mode", &stats.mode, None);
+    setting("freshness", &stats.freshness, None);
+    let budget = app.cache_size();
+    setting(
+        "memory budget (--cache-size)",
+        &iec(budget),
+        Some(format!("{budget} bytes")),
+    );
     for tier in &stats.tiers {
-        let size = if tier.stats.capacity == 0 {
-            "unbounded".to_string()
-        } else {
-            format!("{} bytes", tier.stats.capacity)
+        let capacity = tier.stats.capacity;
+        let (size, title) = match (capacity, tier.name.as_str()) {
+            (0, _) => ("unbounded".to_string(), None),
+            (c, "memory") => (
+                format!(
+                    "{} of the {} budget (the rest holds source documents, the hot memo, and in incremental mode traces and intermediate outputs)",
+                    iec(c),
+                    iec(budget)
+                ),
+                Some(format!("{c} bytes")),
+            ),
+            (c, _) => (iec(c), Some(format!("{c} bytes"))),
         };
-        setting(&format!("{} tier size", tier.name), &size);
+        setting(&format!("{} tier size", tier.name), &size, title);
     }
     let _ = writeln!(x, "</config>");
+    let lower_hits = stats
+        .hits
+        .saturating_sub(stats.hot_hits)
+        .saturating_sub(stats.memory_hits);
     let _ = writeln!(
         x,
-        "<counters answered=\"{answered}\" hits=\"{}\" misses=\"{}\" partials=\"{}\" early-cutoffs=\"{}\" uncacheable=\"{}\" untransformed=\"{}\" hot-hits=\"{}\" memory-hits=\"{}\" stage-runs=\"{}\" compiles=\"{}\" renders=\"{}\" evictions=\"{}\"/>",
+        "<counters answered=\"{answered}\" hits=\"{}\" misses=\"{}\" partials=\"{}\" early-cutoffs=\"{}\" uncacheable=\"{}\" untransformed=\"{}\" hot-hits=\"{}\" memory-hits=\"{}\" lower-hits=\"{lower_hits}\" stage-runs=\"{}\" compiles=\"{}\" renders=\"{}\" evictions=\"{}\"/>",
         stats.hits,
         stats.misses,
         stats.partials,
@@ -230,14 +261,28 @@ pub fn document(app: &App, stats: &StatsDoc, samples: &[Sample]) -> String {
     );
     let _ = writeln!(x, "<tiers>");
     for t in &stats.tiers {
+        // The hot memo answers from the memory tier's entries: its hits
+        // are that tier's too, so the tiers' hits add up to `hits`.
+        let (hits, split) = if t.name == "memory" {
+            (
+                t.hits + stats.hot_hits,
+                format!(
+                    " hot-hits=\"{}\" rendered-hits=\"{}\"",
+                    stats.hot_hits, t.hits
+                ),
+            )
+        } else {
+            (t.hits, String::new())
+        };
         let _ = writeln!(
             x,
-            "<tier name=\"{}\" entries=\"{}\" bytes=\"{}\" capacity=\"{}\" hits=\"{}\" evictions=\"{}\" rejected=\"{}\" write-errors=\"{}\" dropped=\"{}\" writable=\"{}\"/>",
+            "<tier name=\"{}\" entries=\"{}\" bytes=\"{}\" bytes-text=\"{}\" capacity=\"{}\" capacity-text=\"{}\" hits=\"{hits}\"{split} evictions=\"{}\" rejected=\"{}\" write-errors=\"{}\" dropped=\"{}\" writable=\"{}\"/>",
             text(&t.name),
             t.stats.entries,
             t.stats.bytes,
+            iec(t.stats.bytes),
             t.stats.capacity,
-            t.hits,
+            iec(t.stats.capacity),
             t.stats.evictions,
             t.stats.rejected,
             t.stats.write_errors,
@@ -249,8 +294,12 @@ pub fn document(app: &App, stats: &StatsDoc, samples: &[Sample]) -> String {
     let c = &stats.compressed;
     let _ = writeln!(
         x,
-        "<compressed gzip=\"{}\" br=\"{}\" bytes-made=\"{}\" served=\"{}\"/>",
-        c.gzip, c.br, c.bytes_made, c.served
+        "<compressed gzip=\"{}\" br=\"{}\" bytes-made=\"{}\" bytes-made-text=\"{}\" served=\"{}\"/>",
+        c.gzip,
+        c.br,
+        c.bytes_made,
+        iec(c.bytes_made),
+        c.served
     );
     let _ = writeln!(x, "<stages>");
     for (language, t) in &stats.stages {
@@ -323,31 +372,11 @@ pub fn document(app: &App, stats: &StatsDoc, samples: &[Sample]) -> String {
     x
 }
 
-/// The bundled stylesheet, compiled once.
-fn stylesheet() -> Result<Arc<Stylesheet>, String> {
-    static STYLE: OnceLock<Result<Arc<Stylesheet>, String>> = OnceLock::new();
-    STYLE
-        .get_or_init(|| {
-            crate::ffi::init();
-            Stylesheet::compile(STATUS_XSL, STATUS_XSL_URL, Arc::new(RefuseAll))
-                .map(Arc::new)
-                .map_err(|e| format!("the bundled status.xsl does not compile: {e}"))
-        })
-        .clone()
-}
-
-/// Renders the status document `xml` to HTML bytes.
+/// Renders the status document `xml` to the HTML page (blocking).
 pub fn render(xml: &str) -> Result<Vec<u8>, String> {
-    let style = stylesheet()?;
-    let resolver = Arc::new(RefuseAll);
-    let doc = XmlDoc::parse(xml.as_bytes(), "axle:/status.xml", resolver.clone())
-        .map_err(|e| format!("the status document does not parse: {e}"))?;
-    let result = style
-        .transform(doc, "axle:/status.xml", &[], &Limits::default(), resolver)
-        .map_err(|e| format!("status.xsl failed: {e}"))?;
-    result
-        .serialize()
-        .map_err(|e| format!("the status page does not serialize: {e}"))
+    let body = BuiltIn::Status.render(xml.as_bytes(), &[])?;
+    let body = String::from_utf8_lossy(&body);
+    Ok(super::super::look::page("Axle status", &body).into_bytes())
 }
 
 /// `GET /status`.
@@ -421,6 +450,16 @@ mod tests {
     #[test]
     fn text_is_escaped_and_xml_safe() {
         assert_eq!(text("a<b&\u{1}"), "a&lt;b&amp;\u{FFFD}");
+    }
+
+    #[test]
+    fn sizes_have_one_format_in_iec_units() {
+        assert_eq!(iec(0), "0 B");
+        assert_eq!(iec(1023), "1023 B");
+        assert_eq!(iec(1536), "1.5 KiB");
+        assert_eq!(iec(256 << 20), "256 MiB");
+        assert_eq!(iec(241_172_480), "230 MiB");
+        assert_eq!(iec(3 << 30), "3 GiB");
     }
 
     #[test]

@@ -197,15 +197,18 @@ pub fn compile(text: &str, url: &str, taglibs: &Taglibs) -> Result<Program, XspE
     c.raw("</xsl:template>\n</xsl:stylesheet>\n");
     let cache = cache_policy(&c, page)?;
     if cache.is_some() {
-        if let Some(t) = c
-            .tasks
-            .iter()
-            .find(|t| t.namespace == super::taglibs::COOKIE_NS)
-        {
+        if let Some(t) = c.tasks.iter().find(|t| {
+            [super::taglibs::COOKIE_NS, super::WEBUTILS_NS].contains(&t.namespace.as_str())
+        }) {
+            let what = if t.namespace == super::WEBUTILS_NS {
+                "redirects"
+            } else {
+                "sets cookies"
+            };
             return Err(XspError {
                 place: t.place.clone(),
-                message: String::from(
-                    "a page that sets cookies is never cached: remove axsp:cache-params and axsp:ttl from xsp:page",
+                message: format!(
+                    "a page that {what} is never cached: remove axsp:cache-params and axsp:ttl from xsp:page"
                 ),
             });
         }

@@ -3,7 +3,8 @@
 //! root `xsp:page`) is compiled once, when first asked for and again when
 //! its file changes, into XSLT (`compile.rs`): `xsp:expr` holds XPath 1.0
 //! over the request's context (`context.rs`), taglibs (`taglib.rs`, the
-//! built-in ones in `taglibs.rs`) turn their elements into XSLT and tasks.
+//! built-in ones in `taglibs.rs` and `webutils.rs`) turn their elements
+//! into XSLT and tasks.
 //! At request time the page's tasks run with their arguments as data, then
 //! the page is rendered; what it outputs is the document the next stages
 //! (the page's other PIs) transform.
@@ -29,10 +30,12 @@ mod context;
 pub mod esql;
 mod taglib;
 mod taglibs;
+mod webutils;
 
 pub use compile::{Place, TagCompiler, XspError, literal};
 pub use taglib::{Taglib, Taglibs, TaskCall, TaskError, escape};
 pub use taglibs::{COOKIE_NS, PARAM_NS, REQUEST_NS, UTIL_NS};
+pub use webutils::WEBUTILS_NS;
 
 /// The XSP core namespace.
 pub const XSP_NS: &str = "http://apache.org/xsp/core/v1";
@@ -51,7 +54,8 @@ pub struct Xsp {
 }
 
 impl Default for Xsp {
-    /// With the built-in taglibs: `request`, `param`, `cookie`, `util`.
+    /// With the built-in taglibs: `request`, `param`, `cookie`, `util`,
+    /// `web` (redirect).
     fn default() -> Self {
         let mut taglibs = Taglibs::default();
         taglibs::add_builtin(&mut taglibs);

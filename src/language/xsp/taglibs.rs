@@ -36,6 +36,7 @@ pub(super) fn add_builtin(taglibs: &mut Taglibs) {
     taglibs.add(Arc::new(Param));
     taglibs.add(Arc::new(Cookie));
     taglibs.add(Arc::new(Util));
+    taglibs.add(Arc::new(super::webutils::WebUtils));
 }
 
 /// `arg` of `tag`, required.

@@ -77,8 +77,17 @@ async fn directories_give_a_filelist_or_their_index() {
         );
         std::fs::remove_file(site.root.join("listing/c.txt")).unwrap();
 
-        // Without a processor the filelist document itself.
-        let raw = server.get("/rawlist/").await;
+        // Without a processor Axle's own listing page, and with
+        // `?passthru=1` the filelist document itself.
+        let page = server.get("/rawlist/").await;
+        assert_eq!(page.status, 200);
+        assert_eq!(page.header("content-type"), "text/html; charset=utf-8");
+        assert!(
+            page.text().contains("<a href=\"a.txt\">a.txt</a>"),
+            "{}",
+            page.text()
+        );
+        let raw = server.get("/rawlist/?passthru=1").await;
         assert_eq!(raw.status, 200);
         assert_eq!(raw.header("content-type"), "text/xml");
         let text = raw.text();

@@ -40,7 +40,7 @@ async fn an_error_stylesheet_renders_errors_which_are_never_cached() {
             let text = r.text();
             assert!(
                 text.starts_with(
-                    "<html><body>\n<p class=\"file\">/errs/doc.xml</p>\n<p class=\"msg\">/errs/doc.xml is not well-formed XML: /errs/doc.xml:3: "
+                    "<html><body>\n<p class=\"file\">/errs/doc.xml</p>\n<p class=\"msg\">/errs/doc.xml is not well-formed XML: /errs/doc.xml:3:22: "
                 ),
                 "{mode}: {text}"
             );
