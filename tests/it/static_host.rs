@@ -474,6 +474,10 @@ async fn awkward_links_of_a_fixture_site_work_on_python_http_server_and_nginx() 
         "/feed.xml",
         "/logo.svg",
         "/site.css",
+        "/files/index.html",
+        "/files/sub/index.html",
+        "/files/a.txt",
+        "/files/sub/b.txt",
     ] {
         assert!(
             by_python.ok.contains(path),
