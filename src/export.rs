@@ -1,10 +1,20 @@
-//! `axle build`: a site rendered to static files, for a CDN or a mirror.
+//! `axle build`: a site rendered to static files, for a CDN, a mirror or
+//! any static host.
 //!
 //! It exists so that the static copy of a site cannot drift from what the
 //! server sends: every file is the body of a GET sent through the very
 //! handler `axle serve` runs ([`crate::http::router`] on a
 //! [`Server`](crate::Server) built as `serve` builds it), with no
-//! `Accept-Encoding`, so the bytes are the server's by construction.
+//! `Accept-Encoding`, so the bytes are the server's by construction; then
+//! (by default, [`Links::Rewrite`]) each page's internal links are pointed
+//! at the exported files (`relink`), so that a plain static file server
+//! serves every page a link names.
+//!
+//! The parts: `jobs` (the URLs asked for), `naming` (the files they are
+//! written to), `output` (writing only inside OUT), `links` (a page's link
+//! attributes found and replaced in its bytes), `targets` (an href resolved,
+//! relative URLs between files), `relink` (links pointed at files, the
+//! re-run's link check); this file runs them and keeps the state.
 //!
 //! What is written, under OUT:
 //! - every `.xml` document at its own URL, as `PATH` plus the extension of
@@ -31,9 +41,11 @@
 //! - `.axle-build-state.json`: for each URL, the hash of the file written
 //!   and every file its response was computed from with its content hash
 //!   (the pipeline's validators, the same content hashes the server's cache
-//!   keys use). A re-run renders a URL again only when one of those files
-//!   changed, its output is missing or altered, or the site configuration
-//!   or Axle's version changed; the others are kept.
+//!   keys use), and its internal links with how each resolved. A re-run
+//!   renders a URL again only when one of those files changed, its output
+//!   is missing or altered, one of its links resolves otherwise, or the
+//!   site configuration, the link mode or Axle's version changed; the
+//!   others are kept.
 //!
 //! Skipped: `axle.toml`, dot-files and dot-directories, symbolic links to
 //! directories, every location with a dynamic `provider` (its documents
@@ -55,9 +67,18 @@ use crate::http::App;
 use crate::provider::{Provider, ResourceKind};
 use crate::server::{BuildError, Server};
 
+mod jobs;
+mod links;
 mod naming;
+mod output;
+mod relink;
+mod targets;
 
-use naming::{document_file, file_safe};
+use jobs::{Job, Kind, encode, listing_job, walk};
+use naming::document_file;
+use output::{inside_out, remove_inside, write_inside, write_json};
+pub use relink::UnexportedLink;
+use relink::{Exported, Resolution};
 
 /// The manifest's name in the output directory.
 pub const MANIFEST: &str = "axle-manifest.json";
@@ -156,6 +177,10 @@ pub struct Report {
     pub kept: Vec<String>,
     /// Dynamic locations (by prefix) and files not served, skipped.
     pub skipped: Vec<String>,
+    /// Internal links of exported pages that name no exported file: left
+    /// as written, or pointed at the page without their query (sorted by
+    /// URL).
+    pub unexported_links: Vec<UnexportedLink>,
     /// Bytes of the files written this run.
     pub bytes: u64,
     /// Wall-clock time.
@@ -169,23 +194,55 @@ struct State {
     /// it differs, nothing is kept.
     site: String,
     pages: BTreeMap<String, PageState>,
+    /// How each link of an exported page resolved (its key: URL, `POST `
+    /// before a form's POST target).
+    #[serde(default)]
+    links: BTreeMap<String, Resolution>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct PageState {
+    /// The URL asked for (a media variant's is its page's).
+    url: String,
+    /// The media of a media variant.
+    media: Option<String>,
     file: String,
     content_type: String,
-    /// The hash of the file's bytes (the response's body).
+    /// The hash of the file's bytes (the body with its links rewritten).
     body: String,
+    /// The hash of the response's body, as served.
+    served: String,
+    /// The keys of the page's internal links (see [`State::links`]).
+    links: Vec<String>,
+    /// A file of the root copied as served (never rewritten).
+    copy: bool,
     /// Every file the response came from and its content hash; None: not
     /// known (always rendered again).
     deps: Option<Vec<(PathBuf, String)>>,
+}
+
+/// How a build writes pages.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Links {
+    /// Internal links point at the exported files (relative URLs; a
+    /// directory's as its `index.html`), so any static host serves them.
+    #[default]
+    Rewrite,
+    /// Every file is byte for byte what the server sends (links name the
+    /// server's URLs; a host must map them with the manifest).
+    AsServed,
 }
 
 /// `axle build --root ROOT --out OUT`: builds the server as `axle serve`
 /// does (the root's `axle.toml` loaded), exports it, prints progress and a
 /// summary. Runs its own multi-threaded runtime.
 pub fn command(root: &Path, out: &Path) -> Result<Report, ExportError> {
+    command_with(root, out, Links::default())
+}
+
+/// [`command`], links written as `links` says.
+pub fn command_with(root: &Path, out: &Path, links: Links) -> Result<Report, ExportError> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -196,7 +253,7 @@ pub fn command(root: &Path, out: &Path) -> Result<Report, ExportError> {
             .configure(|c| c.freshness = Freshness::Check)
             .build()?;
         let terminal = std::io::stderr().is_terminal();
-        export(&server, out, terminal).await
+        export_with(&server, out, terminal, links).await
     })
 }
 
@@ -213,52 +270,19 @@ fn print_summary(report: &Report, errors: usize) {
     for s in &report.skipped {
         println!("skipped {s}");
     }
-}
-
-/// One URL to export.
-#[derive(Debug, Clone)]
-struct Job {
-    /// Percent-encoded URL path and query.
-    url: String,
-    /// The URL path alone (for the provider and the location).
-    path: String,
-    /// The output file's name before its extension (documents) or in full
-    /// (static files).
-    base: String,
-    kind: Kind,
-}
-
-impl Job {
-    /// What the job is known by in the state, the report and the progress
-    /// lines: its URL, and the media of a media variant.
-    fn id(&self) -> String {
-        match &self.kind {
-            Kind::Document {
-                media: Some(media), ..
-            } => format!("{} [media={media}]", self.url),
-            _ => self.url.clone(),
+    for link in &report.unexported_links {
+        let pages = link.pages;
+        match &link.file {
+            Some(file) => println!(
+                "link {} -> {file}: {} ({pages} pages)",
+                link.target, link.why
+            ),
+            None => println!(
+                "link {} left as written: {} ({pages} pages)",
+                link.target, link.why
+            ),
         }
     }
-
-    fn media(&self) -> Option<&str> {
-        match &self.kind {
-            Kind::Document { media, .. } => media.as_deref(),
-            Kind::Static(_) => None,
-        }
-    }
-}
-
-#[derive(Debug, Clone)]
-enum Kind {
-    /// A document (or a directory listing), with the style asked for and
-    /// the media it is rendered for (None: what a request with no headers
-    /// gets).
-    Document {
-        style: Option<String>,
-        media: Option<String>,
-    },
-    /// A static file at this path.
-    Static(PathBuf),
 }
 
 /// What one job ended as.
@@ -290,6 +314,16 @@ struct Ctx {
 /// Returns [`ExportError::Failed`] when any page answered a non-2xx status
 /// (the other pages, the manifest and the state are written first).
 pub async fn export(server: &Server, out: &Path, terminal: bool) -> Result<Report, ExportError> {
+    export_with(server, out, terminal, Links::default()).await
+}
+
+/// [`export`], links written as `links` says.
+pub async fn export_with(
+    server: &Server,
+    out: &Path,
+    terminal: bool,
+    links: Links,
+) -> Result<Report, ExportError> {
     let started = Instant::now();
     let app = Arc::clone(server.app());
     let site = app.site();
@@ -301,7 +335,13 @@ pub async fn export(server: &Server, out: &Path, terminal: bool) -> Result<Repor
     }
 
     let site_hash = {
-        let mut text = format!("axle {}\n", env!("CARGO_PKG_VERSION")).into_bytes();
+        // The state's format and the link mode too: a page written
+        // otherwise is never kept.
+        let mut text = format!(
+            "axle {} state 2 links {links:?}\n",
+            env!("CARGO_PKG_VERSION")
+        )
+        .into_bytes();
         if let Some(file) = site.source() {
             text.extend(std::fs::read(file).map_err(io(file))?);
         }
@@ -312,10 +352,10 @@ pub async fn export(server: &Server, out: &Path, terminal: bool) -> Result<Repor
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or_default();
-    let mut previous_pages = if previous.site == site_hash {
-        previous.pages
+    let (mut previous_pages, previous_links) = if previous.site == site_hash {
+        (previous.pages, previous.links)
     } else {
-        BTreeMap::new()
+        (BTreeMap::new(), BTreeMap::new())
     };
     // The state is a file anyone with the folder may edit: a page whose
     // file is not a plain relative path inside it is forgotten, never
@@ -366,6 +406,7 @@ pub async fn export(server: &Server, out: &Path, terminal: bool) -> Result<Repor
     }
     let mut failures = Vec::new();
     let mut pages: BTreeMap<String, PageState> = BTreeMap::new();
+    let mut not_exported: HashMap<String, String> = HashMap::new();
     while let Some(joined) = set.join_next().await {
         let (url, done) = match joined {
             Ok(pair) => pair,
@@ -400,6 +441,7 @@ pub async fn export(server: &Server, out: &Path, terminal: bool) -> Result<Repor
             }
             Done::NotServed(why) => {
                 let line = format!("skipped {url}: {why}");
+                not_exported.insert(url.clone(), why.clone());
                 report.skipped.push(format!("{url} ({why})"));
                 line
             }
@@ -419,6 +461,26 @@ pub async fn export(server: &Server, out: &Path, terminal: bool) -> Result<Repor
     }
     if let Some(bar) = &bar {
         bar.finish_and_clear();
+    }
+
+    let (resolutions, relink_failures) = match links {
+        Links::Rewrite => {
+            let exported = Exported::new(&pages, not_exported, dynamic);
+            relink::relink(
+                &ctx,
+                &mut pages,
+                exported,
+                &previous_links,
+                parallel,
+                &mut report,
+            )
+            .await
+        }
+        Links::AsServed => (BTreeMap::new(), Vec::new()),
+    };
+    for f in relink_failures {
+        println!("FAILED {} {}: {}", f.status, f.url, f.detail);
+        failures.push(f);
     }
 
     // Files of the previous run that no URL produced now are removed.
@@ -441,6 +503,7 @@ pub async fn export(server: &Server, out: &Path, terminal: bool) -> Result<Repor
         &State {
             site: site_hash,
             pages,
+            links: resolutions,
         },
     )?;
     report.elapsed = started.elapsed();
@@ -451,354 +514,6 @@ pub async fn export(server: &Server, out: &Path, terminal: bool) -> Result<Repor
         failures.sort_by(|a, b| a.url.cmp(&b.url));
         Err(ExportError::Failed(failures))
     }
-}
-
-fn write_json(out: &Path, name: &str, value: &impl Serialize) -> Result<(), ExportError> {
-    let path = out.join(name);
-    let mut text = serde_json::to_vec_pretty(value).map_err(|source| ExportError::Json {
-        path: path.clone(),
-        source,
-    })?;
-    text.push(b'\n');
-    write_inside(out, name, &text).map_err(io(&path))
-}
-
-/// `file` (a path the build writes, relative to the output folder) as
-/// components that stay inside it: relative, no `..`, no `.`, not empty.
-/// None for anything else (an edited state naming `../x` or `/tmp/x`).
-fn inside_out(file: &str) -> Option<PathBuf> {
-    let path = Path::new(file);
-    let mut inside = PathBuf::new();
-    for part in path.components() {
-        match part {
-            std::path::Component::Normal(name) => inside.push(name),
-            _ => return None,
-        }
-    }
-    (!inside.as_os_str().is_empty() && !file.contains('\0')).then_some(inside)
-}
-
-/// The directories on the way to `file` under `out` (canonical) exist as
-/// real directories: a symlink there is replaced by a directory (never
-/// followed out of the folder), anything else in the way is an error.
-fn directories_inside(out: &Path, file: &Path) -> std::io::Result<PathBuf> {
-    let mut dir = out.to_path_buf();
-    let parts: Vec<_> = file.components().collect();
-    let Some((_, parents)) = parts.split_last() else {
-        return Err(std::io::Error::other("an empty file name"));
-    };
-    for part in parents {
-        dir.push(part);
-        match std::fs::symlink_metadata(&dir) {
-            Ok(meta) if meta.file_type().is_symlink() => {
-                match std::fs::remove_file(&dir) {
-                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
-                    _ => {}
-                }
-                create_dir(&dir)?;
-            }
-            Ok(meta) if meta.is_dir() => {}
-            Ok(_) => {
-                return Err(std::io::Error::other(format!(
-                    "{} is in the way (not a directory)",
-                    dir.display()
-                )));
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => create_dir(&dir)?,
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(out.join(file))
-}
-
-/// Creates the directory `dir`; one another page's job made meanwhile (the
-/// jobs run at once) is as good, when it is a real directory.
-fn create_dir(dir: &Path) -> std::io::Result<()> {
-    match std::fs::create_dir(dir) {
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            match std::fs::symlink_metadata(dir) {
-                Ok(meta) if meta.is_dir() => Ok(()),
-                _ => Err(e),
-            }
-        }
-        other => other,
-    }
-}
-
-/// Writes `bytes` to `file` (relative) inside `out` (canonical), never
-/// through a symlink: into a new temporary file beside it (`create_new`
-/// follows no link), renamed over the name, which replaces a link there
-/// instead of writing to where it points.
-fn write_inside(out: &Path, file: &str, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    static UNIQUE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let rel = inside_out(file)
-        .ok_or_else(|| std::io::Error::other(format!("{file} is not a path inside the output")))?;
-    let target = directories_inside(out, &rel)?;
-    let name = target
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let n = UNIQUE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let temp = target.with_file_name(format!(".{name}.axle-{}-{n}", std::process::id()));
-    let written = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&temp)
-        .and_then(|mut f| f.write_all(bytes));
-    match written.and_then(|()| std::fs::rename(&temp, &target)) {
-        Ok(()) => Ok(()),
-        Err(e) => {
-            let _ = std::fs::remove_file(&temp);
-            Err(e)
-        }
-    }
-}
-
-/// Removes `file` (relative) inside `out` (canonical) when every
-/// directory on its way is a real one there (a link on the way could lead
-/// out of the folder); a link at the name itself is removed, not what it
-/// points to.
-fn remove_inside(out: &Path, file: &str) {
-    let Some(rel) = inside_out(file) else {
-        return;
-    };
-    let mut dir = out.to_path_buf();
-    let parts: Vec<_> = rel.components().collect();
-    if let Some((_, parents)) = parts.split_last() {
-        for part in parents {
-            dir.push(part);
-            match std::fs::symlink_metadata(&dir) {
-                Ok(meta) if meta.is_dir() => {}
-                _ => return,
-            }
-        }
-    }
-    let _ = std::fs::remove_file(out.join(rel));
-}
-
-/// URL-path characters left as they are (RFC 3986's unreserved); the rest
-/// are percent-encoded.
-const PATH_SET: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
-    .remove(b'-')
-    .remove(b'.')
-    .remove(b'_')
-    .remove(b'~');
-
-fn encode(text: &str) -> String {
-    percent_encoding::utf8_percent_encode(text, PATH_SET).to_string()
-}
-
-/// The jobs for every file under `dir` (`rel` components joined by `/`).
-fn walk(app: &App, root: &Path, dir: &Path, jobs: &mut Vec<Job>) -> Result<(), ExportError> {
-    let site = app.site();
-    let mut entries: Vec<_> = std::fs::read_dir(dir)
-        .map_err(io(dir))?
-        .filter_map(Result::ok)
-        .collect();
-    entries.sort_by_key(|e| e.file_name());
-    for entry in entries {
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else {
-            continue;
-        };
-        if name.starts_with('.') {
-            continue;
-        }
-        let path = entry.path();
-        if site.source() == Some(path.as_path())
-            || path == root.join(crate::http::CONFIG_FILE)
-            || site.is_private(&path)
-        {
-            // Never exported, nor named: what `serve` refuses (a link to
-            // such a file is refused by the server when asked).
-            continue;
-        }
-        let Ok(rel) = path.strip_prefix(root) else {
-            continue;
-        };
-        let rel_parts: Vec<String> = rel
-            .components()
-            .map(|c| c.as_os_str().to_string_lossy().into_owned())
-            .collect();
-        let rel_text = rel_parts.join("/");
-        let url_path = format!(
-            "/{}",
-            rel_parts
-                .iter()
-                .map(|p| encode(p))
-                .collect::<Vec<_>>()
-                .join("/")
-        );
-        let file_type = entry.file_type().map_err(io(&path))?;
-        let is_dir = if file_type.is_symlink() {
-            // A link to a directory could loop: not followed.
-            if path.is_dir() {
-                continue;
-            }
-            false
-        } else {
-            file_type.is_dir()
-        };
-        if site.location(&format!("/{rel_text}")).source.is_some() {
-            continue;
-        }
-        if is_dir {
-            let dir_url = format!("{url_path}/");
-            if site.location(&format!("/{rel_text}/")).directories {
-                jobs.push(listing_job(dir_url, format!("{rel_text}/index")));
-            }
-            walk(app, root, &path, jobs)?;
-            continue;
-        }
-        let is_xml = Path::new(name)
-            .extension()
-            .is_some_and(|e| e.eq_ignore_ascii_case("xml"));
-        if !is_xml {
-            jobs.push(Job {
-                url: url_path.clone(),
-                path: url_path,
-                base: rel_text,
-                kind: Kind::Static(path),
-            });
-            continue;
-        }
-        let mut urls = vec![(url_path.clone(), rel_text.clone())];
-        // A directory's index document is also the directory's page.
-        let parent = &rel_parts[..rel_parts.len() - 1];
-        let dir_rel = parent.join("/");
-        let dir_url = if parent.is_empty() {
-            String::from("/")
-        } else {
-            format!(
-                "/{}/",
-                parent
-                    .iter()
-                    .map(|p| encode(p))
-                    .collect::<Vec<_>>()
-                    .join("/")
-            )
-        };
-        let dir_location = site.location(&format!(
-            "/{dir_rel}{}",
-            if parent.is_empty() { "" } else { "/" }
-        ));
-        if dir_location.index.as_deref() == Some(name) && !dir_location.directories {
-            let stem = Path::new(name)
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let base = if dir_rel.is_empty() {
-                stem
-            } else {
-                format!("{dir_rel}/{stem}")
-            };
-            urls.push((dir_url, base));
-        }
-        let (styles, media) = variants_of(&path, &site.location(&format!("/{rel_text}")));
-        for (url, base) in urls {
-            jobs.push(Job {
-                url: url.clone(),
-                path: url.clone(),
-                base: base.clone(),
-                kind: Kind::Document {
-                    style: None,
-                    media: None,
-                },
-            });
-            // The variants at the document's own URL only.
-            if base != rel_text {
-                continue;
-            }
-            let medias = std::iter::once(None).chain(media.iter().map(Some));
-            for m in medias {
-                let media_base = match m {
-                    Some(m) => format!("{base}.media-{}", file_safe(m)),
-                    None => base.clone(),
-                };
-                if m.is_some() {
-                    jobs.push(Job {
-                        url: url.clone(),
-                        path: url.clone(),
-                        base: media_base.clone(),
-                        kind: Kind::Document {
-                            style: None,
-                            media: m.cloned(),
-                        },
-                    });
-                }
-                for style in &styles {
-                    let named = format!("{base}.{}", file_safe(style));
-                    jobs.push(Job {
-                        url: format!("{url}?style={}", encode(style)),
-                        path: url.clone(),
-                        base: match m {
-                            Some(m) => format!("{named}.media-{}", file_safe(m)),
-                            None => named,
-                        },
-                        kind: Kind::Document {
-                            style: Some(style.clone()),
-                            media: m.cloned(),
-                        },
-                    });
-                }
-            }
-        }
-    }
-    Ok(())
-}
-
-/// A directory listing's job.
-fn listing_job(url: String, base: String) -> Job {
-    Job {
-        path: url.clone(),
-        url,
-        base,
-        kind: Kind::Document {
-            style: None,
-            media: None,
-        },
-    }
-}
-
-/// A document's variants: the distinct titles of its stylesheet PIs
-/// (first spelling), and the media other than `location`'s own that one
-/// of its `media-rules` chooses and one of its PIs or the location's
-/// processors names (a media no PI or processor names renders as the
-/// location's own would, and one no rule chooses no client is given).
-fn variants_of(path: &Path, location: &crate::site::Location) -> (Vec<String>, Vec<String>) {
-    let Ok(bytes) = std::fs::read(path) else {
-        return (Vec::new(), Vec::new());
-    };
-    let Ok(prolog) = crate::prolog::scan(&bytes) else {
-        return (Vec::new(), Vec::new());
-    };
-    let mut seen = HashSet::new();
-    let styles = prolog
-        .stylesheets
-        .iter()
-        .filter_map(|pi| pi.title.clone())
-        .filter(|t| seen.insert(t.to_ascii_lowercase()))
-        .collect();
-    let mut media: Vec<String> = Vec::new();
-    for rule in &location.media_rules {
-        let m = &rule.media;
-        if *m == location.media || media.contains(m) {
-            continue;
-        }
-        let named = prolog
-            .stylesheets
-            .iter()
-            .any(|pi| crate::chain::names_media(pi, m))
-            || location
-                .processors
-                .iter()
-                .any(|p| p.when.media.as_deref() == Some(m.as_str()));
-        if named {
-            media.push(m.clone());
-        }
-    }
-    (styles, media)
 }
 
 impl Ctx {
@@ -909,6 +624,11 @@ impl Ctx {
             .and_then(|v| v.to_str().ok())
             .unwrap_or("application/octet-stream")
             .to_string();
+        let location = response
+            .headers()
+            .get(::http::header::LOCATION)
+            .and_then(|v| v.to_str().ok())
+            .map(String::from);
         let body = response
             .into_body()
             .collect()
@@ -920,6 +640,7 @@ impl Ctx {
             content_type,
             body,
             per_request,
+            location,
         })
     }
 }
@@ -931,6 +652,8 @@ struct Got {
     body: Bytes,
     /// `Cache-Control: no-store`: made per request.
     per_request: bool,
+    /// The `Location` of a redirect.
+    location: Option<String>,
 }
 
 fn decoded(path: &str) -> String {
@@ -972,6 +695,7 @@ async fn run(ctx: &Ctx, job: Job) -> Done {
         content_type,
         body,
         per_request,
+        ..
     } = match ctx.get(&job.url, job.media()).await {
         Ok(r) => r,
         Err(e) => return fail(0, e),
@@ -1021,72 +745,22 @@ async fn run(ctx: &Ctx, job: Job) -> Done {
     }
     Done::Written {
         entry: Entry {
-            url: job.url,
+            url: job.url.clone(),
             file: file.clone(),
             content_type: content_type.clone(),
-            media,
+            media: media.clone(),
         },
         state: PageState {
+            url: job.url,
+            media,
             file,
             content_type,
-            body: body_hash,
+            body: body_hash.clone(),
+            served: body_hash,
+            links: Vec::new(),
+            copy: matches!(job.kind, Kind::Static(_)),
             deps,
         },
         bytes: body.len() as u64,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_plain_relative_paths_are_inside_the_output() {
-        for good in ["a.html", "articles/x.xml.html", "a/b/c"] {
-            assert_eq!(inside_out(good), Some(PathBuf::from(good)), "{good}");
-        }
-        for bad in ["", "../x", "a/../../x", "/tmp/x", "./a", "a\0b"] {
-            assert_eq!(inside_out(bad), None, "{bad:?}");
-        }
-    }
-
-    #[test]
-    fn a_write_replaces_a_link_and_a_delete_never_passes_one() {
-        let dir = tempfile::tempdir().unwrap();
-        let out = dir.path().join("out");
-        std::fs::create_dir(&out).unwrap();
-        let out = out.canonicalize().unwrap();
-        let outside = dir.path().join("outside.txt");
-        std::fs::write(&outside, "OUTSIDE").unwrap();
-        let outside_dir = dir.path().join("outside-dir");
-        std::fs::create_dir(&outside_dir).unwrap();
-        std::fs::write(outside_dir.join("f.txt"), "OUTSIDE").unwrap();
-        std::os::unix::fs::symlink(&outside, out.join("page.html")).unwrap();
-        std::os::unix::fs::symlink(&outside_dir, out.join("sub")).unwrap();
-
-        // A delete through the linked directory does nothing.
-        remove_inside(&out, "sub/f.txt");
-        assert!(outside_dir.join("f.txt").exists());
-
-        write_inside(&out, "page.html", b"PAGE").unwrap();
-        write_inside(&out, "sub/f.txt", b"PAGE").unwrap();
-        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "OUTSIDE");
-        assert_eq!(
-            std::fs::read_to_string(outside_dir.join("f.txt")).unwrap(),
-            "OUTSIDE"
-        );
-        assert_eq!(
-            std::fs::read_to_string(out.join("page.html")).unwrap(),
-            "PAGE"
-        );
-        assert!(!out.join("sub").is_symlink());
-        assert!(write_inside(&out, "../escape.txt", b"x").is_err());
-        assert!(!dir.path().join("escape.txt").exists());
-        // No temporary file is left behind.
-        let names: Vec<_> = std::fs::read_dir(&out)
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
-        assert_eq!(names.len(), 2, "{names:?}");
     }
 }

@@ -1,6 +1,9 @@
-//! `axle build`: the samples exported to static files are byte for byte
-//! what a running `axle serve` sends for the same URLs; a re-run renders
-//! again exactly the pages an edit touched; a failing page fails the build.
+//! `axle build`: the samples exported to static files are what a running
+//! `axle serve` sends for the same URLs, byte for byte but for the values
+//! of their internal links (pointed at the exported files; byte for byte
+//! with `Links::AsServed`); a re-run renders again exactly the pages an
+//! edit touched, and the pages whose links now resolve otherwise; a
+//! failing page fails the build. `static_host.rs` serves the output.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -62,10 +65,27 @@ fn manifest(out: &Path) -> Vec<serde_json::Value> {
         .clone()
 }
 
+/// `text` with the value of every link attribute emptied.
+fn without_link_values(text: &[u8]) -> Vec<u8> {
+    let attr =
+        regex::bytes::Regex::new(r#"(\s(?:href|src|action|srcset)=)("[^"]*"|'[^']*')"#).unwrap();
+    attr.replace_all(text, &b"$1\"\""[..]).into_owned()
+}
+
+/// Exported as a library caller may: links as the server sends them.
+async fn build_as_served(root: &Path, out: &Path) {
+    let server = axle::Server::builder(root).build().unwrap();
+    axle::export::export_with(&server, out, false, axle::export::Links::AsServed)
+        .await
+        .unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn every_exported_file_is_what_the_server_sends() {
-    let (_dir, root, out) = samples();
+    let (dir, root, out) = samples();
     let stdout = build_ok(&root, &out);
+    let as_served = dir.path().join("as-served");
+    build_as_served(&root, &as_served).await;
     // Dynamic locations are request-time only: skipped, and said so.
     for prefix in ["/live", "/post", "/mirror"] {
         assert!(stdout.contains(&format!("skipped {prefix} ")), "{stdout}");
@@ -119,8 +139,35 @@ async fn every_exported_file_is_what_the_server_sends() {
         );
         let served = response.bytes().await.unwrap();
         let written = std::fs::read(out.join(file)).unwrap();
-        assert!(served[..] == written[..], "{url} differs from {file}");
+        // Byte for byte as served, with `Links::AsServed`.
+        let exact = std::fs::read(as_served.join(file)).unwrap();
+        assert!(served[..] == exact[..], "{url} differs from {file}");
+        // By default, but for the values of link attributes; copies of the
+        // root's files (CSS, stylesheets) exactly.
+        assert_eq!(
+            without_link_values(&served),
+            without_link_values(&written),
+            "{url}: {file} differs elsewhere than in a link"
+        );
+        if !file.ends_with(".html") && !file.ends_with(".xml") {
+            assert!(served[..] == written[..], "{url} differs from {file}");
+        }
+        if url.starts_with("/stylesheets/") {
+            assert!(served[..] == written[..], "a copy {url} was rewritten");
+        }
     }
+    // The links changed where the server's URL is not the file's.
+    let index = String::from_utf8(std::fs::read(out.join("index.html")).unwrap()).unwrap();
+    assert!(
+        index.contains("href=\"custom/numbered.xml.html\""),
+        "{index}"
+    );
+    let served_index =
+        String::from_utf8(std::fs::read(as_served.join("index.html")).unwrap()).unwrap();
+    assert!(
+        served_index.contains("href=\"/custom/numbered.xml\""),
+        "{served_index}"
+    );
     child.kill().unwrap();
     child.wait().unwrap();
     // Named predictably.
@@ -221,6 +268,57 @@ fn a_rerun_renders_exactly_the_pages_an_edit_touched() {
     assert_eq!(manifest(&out).len(), first.len());
 }
 
+/// A page whose sources did not change is rendered again when one of its
+/// links resolves otherwise: a page it links to appears, then goes.
+#[test]
+fn a_rerun_relinks_the_pages_whose_link_targets_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/static-host"),
+        &root,
+    );
+    // Without the listing (rendered on every run).
+    std::fs::remove_dir_all(root.join("files")).unwrap();
+    let out = dir.path().join("out");
+    let first = build_ok(&root, &out);
+    assert!(
+        first.contains("link /missing.xml left as written: the server answers 404"),
+        "{first}"
+    );
+    let index = || std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(index().contains("href=\"/missing.xml\""));
+    assert_eq!(rendered(&build_ok(&root, &out)), BTreeSet::new());
+
+    // The page it links to appears: it, and the two URLs of the page that
+    // links to it (`/` and `/index.xml`), nothing else.
+    std::fs::write(
+        root.join("missing.xml"),
+        "<?xml-stylesheet type=\"text/xsl\" href=\"page.xsl\"?>\n<page title=\"Found\"/>\n",
+    )
+    .unwrap();
+    let again = build_ok(&root, &out);
+    assert_eq!(
+        rendered(&again),
+        BTreeSet::from(["/", "/index.xml", "/missing.xml"].map(str::to_string)),
+        "{again}"
+    );
+    assert!(index().contains("href=\"missing.xml.html\""), "{}", index());
+    assert!(!again.contains("link /missing.xml"), "{again}");
+    assert_eq!(rendered(&build_ok(&root, &out)), BTreeSet::new());
+
+    // It goes: the link is as written again, and listed.
+    std::fs::remove_file(root.join("missing.xml")).unwrap();
+    let gone = build_ok(&root, &out);
+    assert_eq!(
+        rendered(&gone),
+        BTreeSet::from(["/", "/index.xml"].map(str::to_string)),
+        "{gone}"
+    );
+    assert!(index().contains("href=\"/missing.xml\""), "{}", index());
+    assert!(!out.join("missing.xml.html").exists());
+}
+
 #[test]
 fn a_failing_page_fails_the_build_and_is_listed() {
     let (_dir, root, out) = samples();
@@ -239,9 +337,9 @@ fn a_failing_page_fails_the_build_and_is_listed() {
 }
 
 /// A location with `directories = true`: each directory's listing is
-/// exported at its URL as `DIR/index.EXT`, byte for byte what the server
-/// sends, and rendered again on every run (no content hash covers a
-/// directory's entries).
+/// exported at its URL as `DIR/index.EXT`, what the server sends (its
+/// links pointed at the exported files), and rendered again on every run
+/// (no content hash covers a directory's entries).
 #[tokio::test(flavor = "multi_thread")]
 async fn directory_listings_are_exported() {
     let dir = tempfile::tempdir().unwrap();
@@ -283,10 +381,16 @@ async fn directory_listings_are_exported() {
             .bytes()
             .await
             .unwrap();
-        assert!(
-            served[..] == std::fs::read(out.join(file)).unwrap()[..],
-            "{url} differs from {file}"
+        // As served but for its links (to the exported files).
+        assert_eq!(
+            without_link_values(&served),
+            without_link_values(&std::fs::read(out.join(file)).unwrap()),
+            "{url} differs from {file} elsewhere than in a link"
         );
+    }
+    let text = std::fs::read_to_string(out.join(&listing)).unwrap();
+    if listing.ends_with(".html") {
+        assert!(text.contains("href=\"sub/index.html\""), "{text}");
     }
     child.kill().unwrap();
     child.wait().unwrap();

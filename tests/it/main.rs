@@ -40,6 +40,7 @@ mod security;
 mod shared_cache;
 mod shared_cache_cluster;
 mod sources;
+mod static_host;
 mod status;
 mod tiers_support;
 mod warm;
