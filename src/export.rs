@@ -544,6 +544,17 @@ impl Ctx {
         (fresh && written).then_some(page)
     }
 
+    /// The previous run's page for `url` when this run's response is the
+    /// one it served (`served`, the body's hash) to the same `file`, and
+    /// that file is still as written: a page no content hash covers (a
+    /// listing) is asked again each run, and kept when it did not change.
+    fn served_as_before(&self, url: &str, file: &str, served: &str) -> Option<&PageState> {
+        let page = self.previous.get(url)?;
+        let written = std::fs::read(self.out.join(&page.file))
+            .is_ok_and(|b| ContentHash::of(&b).hex(32) == page.body);
+        (page.file == file && page.served == served && written).then_some(page)
+    }
+
     /// The files the response for `job` comes from, as the pipeline renders
     /// it for a GET with no headers (None: unknown or uncacheable).
     async fn deps(&self, job: &Job) -> Option<Vec<(PathBuf, String)>> {
@@ -662,25 +673,29 @@ fn decoded(path: &str) -> String {
         .into_owned()
 }
 
+/// The previous run's `page`, kept for `url`: its file claimed, nothing
+/// written.
+fn keep(ctx: &Ctx, id: &str, url: String, media: Option<String>, page: PageState) -> Done {
+    if let Ok(mut claimed) = ctx.claimed.lock() {
+        claimed.insert(page.file.clone(), (id.to_string(), page.body.clone()));
+    }
+    Done::Kept(
+        Entry {
+            url,
+            file: page.file.clone(),
+            content_type: page.content_type.clone(),
+            media,
+        },
+        page,
+    )
+}
+
 /// Exports one URL.
 async fn run(ctx: &Ctx, job: Job) -> Done {
     let id = job.id();
     let media = job.media().map(String::from);
     if let Some(page) = ctx.unchanged(&id) {
-        let page = page.clone();
-        let claim = (id.clone(), page.body.clone());
-        if let Ok(mut claimed) = ctx.claimed.lock() {
-            claimed.insert(page.file.clone(), claim);
-        }
-        return Done::Kept(
-            Entry {
-                url: job.url,
-                file: page.file.clone(),
-                content_type: page.content_type.clone(),
-                media,
-            },
-            page,
-        );
+        return keep(ctx, &id, job.url, media, page.clone());
     }
     let fail = |status: u16, detail: String| {
         Done::Failed(Failure {
@@ -726,6 +741,11 @@ async fn run(ctx: &Ctx, job: Job) -> Done {
         }
     };
     let body_hash = ContentHash::of(&body).hex(32);
+    if deps.is_none()
+        && let Some(page) = ctx.served_as_before(&id, &file, &body_hash)
+    {
+        return keep(ctx, &id, job.url, media, page.clone());
+    }
     let clash = match ctx.claimed.lock() {
         Ok(mut claimed) => match claimed.get(&file) {
             Some((other, hash)) if *hash != body_hash => Some(other.clone()),

@@ -338,8 +338,8 @@ fn a_failing_page_fails_the_build_and_is_listed() {
 
 /// A location with `directories = true`: each directory's listing is
 /// exported at its URL as `DIR/index.EXT`, what the server sends (its
-/// links pointed at the exported files), and rendered again on every run
-/// (no content hash covers a directory's entries).
+/// links pointed at the exported files), asked again on every run (no
+/// content hash covers a directory's entries) and kept when unchanged.
 #[tokio::test(flavor = "multi_thread")]
 async fn directory_listings_are_exported() {
     let dir = tempfile::tempdir().unwrap();
@@ -394,10 +394,25 @@ async fn directory_listings_are_exported() {
     }
     child.kill().unwrap();
     child.wait().unwrap();
-    // Listings are rendered on every run; the document is kept.
-    let again = rendered(&build_ok(&root, &out));
-    assert!(again.contains("/files/"), "{again:?}");
-    assert!(!again.contains("/index.xml"), "{again:?}");
+    // A listing is asked of the server again on every run (no content
+    // hash covers a directory's entries) and kept when its bytes are
+    // unchanged: nothing changed, nothing rendered.
+    let again = build_ok(&root, &out);
+    assert!(rendered(&again).is_empty(), "{again}");
+    assert!(again.contains("kept /files/ -> "), "{again}");
+    // A new entry changes the listing: it alone is rendered again.
+    std::fs::write(root.join("files/c.txt"), "c\n").unwrap();
+    let third = build_ok(&root, &out);
+    assert_eq!(
+        rendered(&third),
+        BTreeSet::from([String::from("/files/"), String::from("/files/c.txt")]),
+        "{third}"
+    );
+    assert!(
+        std::fs::read_to_string(out.join(&listing))
+            .unwrap()
+            .contains("c.txt")
+    );
 }
 
 /// Issue #36 row 14: an edited state file naming paths outside the output
