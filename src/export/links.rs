@@ -26,13 +26,7 @@ impl Syntax {
     /// The syntax of a page served as `content_type`; None for one that has
     /// no markup to rewrite (text, JSON, CSS, images).
     pub(super) fn of(content_type: &str) -> Option<Syntax> {
-        let essence = content_type
-            .split(';')
-            .next()
-            .unwrap_or("")
-            .trim()
-            .to_ascii_lowercase();
-        match essence.as_str() {
+        match super::naming::essence(content_type).as_str() {
             "text/html" => Some(Syntax::Html),
             "text/xml" | "application/xml" => Some(Syntax::Xml),
             e if e.ends_with("+xml") => Some(Syntax::Xml),

@@ -18,15 +18,20 @@ pub(super) fn file_safe(style: &str) -> String {
         .collect()
 }
 
-/// The file extension for a content type.
-fn extension(content_type: &str) -> String {
-    let essence = content_type
+/// A content type's essence (`text/html; charset=UTF-8` → `text/html`),
+/// lowercased.
+pub(super) fn essence(content_type: &str) -> String {
+    content_type
         .split(';')
         .next()
         .unwrap_or("")
         .trim()
-        .to_ascii_lowercase();
-    let known = match essence.as_str() {
+        .to_ascii_lowercase()
+}
+
+/// The file extension for a content type.
+fn extension(content_type: &str) -> String {
+    let known = match essence(content_type).as_str() {
         "text/html" => "html",
         "application/xhtml+xml" => "xhtml",
         "image/svg+xml" => "svg",

@@ -49,15 +49,7 @@ fn site() -> TestSite {
 }
 
 async fn server(site: &TestSite) -> TestServer {
-    let registry = axle::Registry::default();
-    let config = axle::site::SiteConfig::parse_in(
-        TOML,
-        &site.root.join("axle.toml"),
-        registry.clone(),
-        &site.root,
-    )
-    .unwrap();
-    TestServer::start_full(axle::ServeConfig::new(&site.root), registry, config).await
+    crate::sources::server(site, TOML, axle::config::CacheMode::Incremental).await
 }
 
 /// The `href` values of a page, in order.

@@ -18,16 +18,10 @@ fn site() -> TestSite {
     site
 }
 
+/// A server for `site` with `toml` as its configuration (the default
+/// cache mode).
 async fn server(site: &TestSite, toml: &str) -> TestServer {
-    let registry = axle::Registry::default();
-    let config = axle::site::SiteConfig::parse_in(
-        toml,
-        &site.root.join("axle.toml"),
-        registry.clone(),
-        &site.root,
-    )
-    .unwrap();
-    TestServer::start_full(axle::ServeConfig::new(&site.root), registry, config).await
+    crate::sources::server(site, toml, axle::config::CacheMode::Incremental).await
 }
 
 /// Checks `r` is one of Axle's own HTML pages: the built-in style (light
