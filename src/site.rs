@@ -355,7 +355,7 @@ impl SiteConfig {
             if let Err(e) =
                 filters::register(mime, filter, &mut registry, root, &here, &mut problems)
             {
-                errors.push(e);
+                errors.extend(e);
             }
         }
         let mut private = esql::register(&format.esql, &mut registry, root, file, text, &spans)
@@ -395,7 +395,7 @@ impl SiteConfig {
         let shared_cache = match &format.shared_cache {
             Some(f) => SharedCacheFile::validate(f, &here("shared-cache".to_string()))
                 .unwrap_or_else(|e| {
-                    errors.push(e);
+                    errors.extend(e);
                     SharedCacheFile::default()
                 }),
             None => SharedCacheFile::default(),

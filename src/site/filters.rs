@@ -29,7 +29,7 @@ pub(super) fn register(
     root: &Path,
     here: &Here<'_>,
     problems: &mut Vec<ConfigError>,
-) -> Result<(), ConfigError> {
+) -> Result<(), Vec<ConfigError>> {
     let config = config(mime, f, here)?;
     let language: Arc<dyn Language> = match FilterLanguage::new(config, root) {
         Ok(language) => Arc::new(language),
@@ -41,28 +41,35 @@ pub(super) fn register(
                 reason: format!("filter {mime}: the command {e}"),
             })
         }
-        Err(e) => return Err(here.err("", e.to_string())),
+        Err(e) => return Err(vec![here.err("", e.to_string())]),
     };
     registry
         .register(mime, language)
-        .map_err(|e| here.err("", e.to_string()))?;
+        .map_err(|e| vec![here.err("", e.to_string())])?;
     Ok(())
 }
 
-/// The filter's settings from its table.
-fn config(mime: &str, f: &FilterFormat, here: &Here<'_>) -> Result<FilterConfig, ConfigError> {
+/// The filter's settings from its table; every bad value is reported.
+fn config(mime: &str, f: &FilterFormat, here: &Here<'_>) -> Result<FilterConfig, Vec<ConfigError>> {
     if f.argv.is_empty() || f.argv[0].is_empty() {
-        return Err(here.err(
+        return Err(vec![here.err(
             "argv",
             "a filter needs argv: the program and its arguments, e.g. [\"python3\", \"shout.py\"] (never run through a shell)",
-        ));
+        )]);
     }
+    let mut errors = Vec::new();
     let mut config = FilterConfig::new(mime, f.argv.clone());
     if let Some(t) = &f.timeout {
-        config.timeout = parse_duration(t).map_err(|e| here.err("timeout", e))?;
+        match parse_duration(t) {
+            Ok(d) => config.timeout = d,
+            Err(e) => errors.push(here.err("timeout", e)),
+        }
     }
     if let Some(t) = &f.max_output {
-        config.max_output = parse_size(t).map_err(|e| here.err("max-output", e))?;
+        match parse_size(t) {
+            Ok(n) => config.max_output = n,
+            Err(e) => errors.push(here.err("max-output", e)),
+        }
     }
     if let Some(n) = f.max_concurrent {
         config.max_concurrent = n;
@@ -76,17 +83,19 @@ fn config(mime: &str, f: &FilterFormat, here: &Here<'_>) -> Result<FilterConfig,
     config.version_file = f.version_file.clone();
     config.content_type = f.content_type.clone();
     if let Some(cache) = &f.cache {
-        config.cacheable = match Cacheability::parse(cache) {
-            Ok(Cacheability::Uncacheable) => false,
-            _ => {
-                return Err(here.err(
-                    "cache",
-                    "a filter's output is cached by its input (the default); \"none\" runs it for every request",
-                ));
-            }
-        };
+        match Cacheability::parse(cache) {
+            Ok(Cacheability::Uncacheable) => config.cacheable = false,
+            _ => errors.push(here.err(
+                "cache",
+                "a filter's output is cached by its input (the default); \"none\" runs it for every request",
+            )),
+        }
     }
-    Ok(config)
+    if errors.is_empty() {
+        Ok(config)
+    } else {
+        Err(errors)
+    }
 }
 
 /// A filter whose program cannot be run: its stages fail with 502.

@@ -25,7 +25,8 @@ impl SharedCacheFile {
     pub(super) fn validate(
         f: &SharedCacheFormat,
         here: &Here<'_>,
-    ) -> Result<SharedCacheFile, ConfigError> {
+    ) -> Result<SharedCacheFile, Vec<ConfigError>> {
+        let mut errors = Vec::new();
         let d = |key: &str, v: &Option<String>| {
             v.as_deref()
                 .map(|t| parse_duration(t).map_err(|e| here.err(key, e)))
@@ -34,15 +35,20 @@ impl SharedCacheFile {
         let file = SharedCacheFile {
             url: f.url.clone(),
             prefix: f.prefix.clone(),
-            ttl: d("ttl", &f.ttl)?,
-            max_entry: f
-                .max_entry_size
-                .as_deref()
-                .map(|t| parse_size(t).map_err(|e| here.err("max-entry-size", e)))
-                .transpose()?,
-            timeout: d("timeout", &f.timeout)?,
-            lock_wait: d("lock-wait", &f.lock_wait)?,
+            ttl: noted(&mut errors, d("ttl", &f.ttl)),
+            max_entry: noted(
+                &mut errors,
+                f.max_entry_size
+                    .as_deref()
+                    .map(|t| parse_size(t).map_err(|e| here.err("max-entry-size", e)))
+                    .transpose(),
+            ),
+            timeout: noted(&mut errors, d("timeout", &f.timeout)),
+            lock_wait: noted(&mut errors, d("lock-wait", &f.lock_wait)),
         };
+        if !errors.is_empty() {
+            return Err(errors);
+        }
         let mut whole = SharedCacheSettings::default();
         file.apply(&mut whole);
         if let Err(e) = whole.check() {
@@ -55,7 +61,7 @@ impl SharedCacheFile {
             } else {
                 "timeout"
             };
-            return Err(here.err(key, e));
+            return Err(vec![here.err(key, e)]);
         }
         Ok(file)
     }
@@ -81,4 +87,13 @@ impl SharedCacheFile {
             settings.lock_wait = v;
         }
     }
+}
+
+/// `value`, or None with its error noted: every bad value is reported, and
+/// each counts as unset meanwhile.
+fn noted<T>(errors: &mut Vec<ConfigError>, value: Result<Option<T>, ConfigError>) -> Option<T> {
+    value.unwrap_or_else(|e| {
+        errors.push(e);
+        None
+    })
 }

@@ -453,7 +453,16 @@ fn every_mistake_of_a_file_is_reported_by_line() {
                 \n\
                 [esql.two]\n\
                 url = \"postgres://u@h:1/d\"\n\
-                max-rows = 0\n";
+                max-rows = 0\n\
+                \n\
+                [filter.\"application/x-a\"]\n\
+                argv = [\"python3\", \"a.py\"]\n\
+                timeout = \"soon\"\n\
+                max-output = \"lots\"\n\
+                \n\
+                [shared-cache]\n\
+                ttl = \"forever\"\n\
+                lock-wait = \"never\"\n";
     let errors = parse(text).unwrap_err();
     let got: Vec<(String, Option<usize>)> =
         errors.iter().map(|e| (e.key.clone(), e.line)).collect();
@@ -466,11 +475,15 @@ fn every_mistake_of_a_file_is_reported_by_line() {
         ("limits.max-body-size", 11),
         ("esql.one.url", 14),
         ("esql.two.max-rows", 18),
+        ("filter.\"application/x-a\".timeout", 22),
+        ("filter.\"application/x-a\".max-output", 23),
+        ("shared-cache.ttl", 26),
+        ("shared-cache.lock-wait", 27),
     ];
     let want: Vec<(String, Option<usize>)> = want
         .iter()
         .map(|(k, l)| (k.to_string(), Some(*l)))
         .collect();
     assert_eq!(got, want, "{errors}");
-    assert_eq!(errors.to_string().lines().count(), 8);
+    assert_eq!(errors.to_string().lines().count(), 12);
 }
