@@ -78,7 +78,7 @@ use jobs::{Job, Kind, encode, listing_job, walk};
 use naming::document_file;
 use output::{inside_out, remove_inside, write_inside, write_json};
 pub use relink::UnexportedLink;
-use relink::{Exported, Resolution};
+use relink::{Answer, Exported, Resolution};
 
 /// The manifest's name in the output directory.
 pub const MANIFEST: &str = "axle-manifest.json";
@@ -198,6 +198,10 @@ struct State {
     /// before a form's POST target).
     #[serde(default)]
     links: BTreeMap<String, Resolution>,
+    /// The server's answers to links' URLs that are no exported page, with
+    /// the files each came from (reused while those are unchanged).
+    #[serde(default)]
+    answers: BTreeMap<String, Answer>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -352,10 +356,10 @@ pub async fn export_with(
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or_default();
-    let (mut previous_pages, previous_links) = if previous.site == site_hash {
-        (previous.pages, previous.links)
+    let (mut previous_pages, previous_links, previous_answers) = if previous.site == site_hash {
+        (previous.pages, previous.links, previous.answers)
     } else {
-        (BTreeMap::new(), BTreeMap::new())
+        (BTreeMap::new(), BTreeMap::new(), BTreeMap::new())
     };
     // The state is a file anyone with the folder may edit: a page whose
     // file is not a plain relative path inside it is forgotten, never
@@ -463,20 +467,20 @@ pub async fn export_with(
         bar.finish_and_clear();
     }
 
-    let (resolutions, relink_failures) = match links {
+    let (resolutions, answers, relink_failures) = match links {
         Links::Rewrite => {
             let exported = Exported::new(&pages, not_exported, dynamic);
             relink::relink(
                 &ctx,
                 &mut pages,
                 exported,
-                &previous_links,
+                (&previous_links, previous_answers),
                 parallel,
                 &mut report,
             )
             .await
         }
-        Links::AsServed => (BTreeMap::new(), Vec::new()),
+        Links::AsServed => (BTreeMap::new(), BTreeMap::new(), Vec::new()),
     };
     for f in relink_failures {
         println!("FAILED {} {}: {}", f.status, f.url, f.detail);
@@ -504,6 +508,7 @@ pub async fn export_with(
             site: site_hash,
             pages,
             links: resolutions,
+            answers,
         },
     )?;
     report.elapsed = started.elapsed();
@@ -531,14 +536,17 @@ impl Ctx {
         hash
     }
 
+    /// Whether every file of `deps` still has its content hash.
+    fn fresh(&self, deps: &[(PathBuf, String)]) -> bool {
+        deps.iter()
+            .all(|(path, hash)| self.hash_now(path).hex(32) == *hash)
+    }
+
     /// The previous run's page for `url`, when nothing it came from changed
     /// and its file is still as written.
     fn unchanged(&self, url: &str) -> Option<&PageState> {
         let page = self.previous.get(url)?;
-        let deps = page.deps.as_ref()?;
-        let fresh = deps
-            .iter()
-            .all(|(path, hash)| self.hash_now(path).hex(32) == *hash);
+        let fresh = self.fresh(page.deps.as_ref()?);
         let written = std::fs::read(self.out.join(&page.file))
             .is_ok_and(|b| ContentHash::of(&b).hex(32) == page.body);
         (fresh && written).then_some(page)
@@ -561,46 +569,74 @@ impl Ctx {
         match &job.kind {
             Kind::Static(path) => Some(vec![(path.clone(), self.hash_now(path).hex(32))]),
             Kind::Document { style, media } => {
-                let located = self.app.pipeline().provider().locate(&job.path).ok()?;
-                let located = if located.kind == ResourceKind::Directory {
-                    let site = self.app.site();
-                    let location = site.location(&decoded(&job.path));
-                    if location.directories {
-                        // A listing: it changes with the directory's
-                        // entries, which no content hash covers.
-                        return None;
-                    }
-                    let index = location.index.as_deref()?;
-                    self.app
-                        .pipeline()
-                        .provider()
-                        .locate(&format!("{}{}", job.path, encode(index)))
-                        .ok()?
-                } else {
-                    located
-                };
-                let site = self.app.site();
-                let location = site.location(&decoded(&job.path));
                 let query: Vec<(String, String)> = style
                     .iter()
                     .map(|s| (String::from("style"), s.clone()))
                     .collect();
-                let mut chosen =
-                    crate::http::choose(&location, &::http::HeaderMap::new(), &query, None);
-                if let Some(media) = media {
-                    chosen.selection.media.clone_from(media);
-                }
-                let req = crate::http::render_request_for(&location, &chosen, &query);
-                let rendered = self.app.pipeline().render(&located, &req).await.ok()?;
-                let validators = rendered.validators?;
-                Some(
-                    validators
-                        .iter()
-                        .map(|d| (d.path.clone(), d.hash.hex(32)))
-                        .collect(),
-                )
+                self.render_deps(&job.path, &query, media.as_deref(), None)
+                    .await
             }
         }
+    }
+
+    /// The files the answer to `url` (a path and query, as a link names
+    /// it) comes from, when the pipeline, asked for that document as the
+    /// build asks for pages, renders exactly the body hashed `served`
+    /// (None: unknown, uncacheable, or not that rendering).
+    async fn url_deps(&self, url: &str, served: &str) -> Option<Vec<(PathBuf, String)>> {
+        let (path, query) = url.split_once('?').unwrap_or((url, ""));
+        let query: Vec<(String, String)> = form_urlencoded::parse(query.as_bytes())
+            .into_owned()
+            .collect();
+        self.render_deps(path, &query, None, Some(served)).await
+    }
+
+    /// The files the document at `path` comes from, rendered with `query`
+    /// and `media`, for a GET with no headers; with `served`, only when the
+    /// rendering's body has that hash.
+    async fn render_deps(
+        &self,
+        path: &str,
+        query: &[(String, String)],
+        media: Option<&str>,
+        served: Option<&str>,
+    ) -> Option<Vec<(PathBuf, String)>> {
+        let located = self.app.pipeline().provider().locate(path).ok()?;
+        let located = if located.kind == ResourceKind::Directory {
+            let site = self.app.site();
+            let location = site.location(&decoded(path));
+            if location.directories {
+                // A listing: it changes with the directory's entries,
+                // which no content hash covers.
+                return None;
+            }
+            let index = location.index.as_deref()?;
+            self.app
+                .pipeline()
+                .provider()
+                .locate(&format!("{path}{}", encode(index)))
+                .ok()?
+        } else {
+            located
+        };
+        let site = self.app.site();
+        let location = site.location(&decoded(path));
+        let mut chosen = crate::http::choose(&location, &::http::HeaderMap::new(), query, None);
+        if let Some(media) = media {
+            chosen.selection.media = media.to_string();
+        }
+        let req = crate::http::render_request_for(&location, &chosen, query);
+        let rendered = self.app.pipeline().render(&located, &req).await.ok()?;
+        if served.is_some_and(|s| ContentHash::of(&rendered.body).hex(32) != s) {
+            return None;
+        }
+        let validators = rendered.validators?;
+        Some(
+            validators
+                .iter()
+                .map(|d| (d.path.clone(), d.hash.hex(32)))
+                .collect(),
+        )
     }
 
     /// GET `url` through the server's handler: status, Content-Type, body.

@@ -15,9 +15,14 @@
 //!
 //! A re-run keeps a page whose sources are unchanged only when each of its
 //! links resolves as it did: the state holds every page's links and each
-//! link's resolution.
+//! link's resolution. What the server answered for a link's URL that is no
+//! exported page (`?theme=dark`, a style by path) is kept in the state with
+//! the files the answer came from ([`Answer`]), and reused without asking
+//! while they are unchanged, so a re-run with nothing changed renders
+//! nothing, links included.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -40,6 +45,17 @@ pub(super) enum Resolution {
     WithoutQuery(String),
     /// Left as written, and why.
     AsWritten(String),
+}
+
+/// The server's answer (2xx, cacheable) to a link's URL that is no
+/// exported page: what resolving the link needs of it, and the files it
+/// came from with their content hashes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(super) struct Answer {
+    content_type: String,
+    /// The hash of the body as served.
+    body: String,
+    deps: Vec<(PathBuf, String)>,
 }
 
 /// A link left as written, or pointed at the page without its query.
@@ -186,37 +202,48 @@ fn rewrite(
     })
 }
 
-/// How `key` resolves this run: looked up, or asked of the server.
-async fn resolve(ctx: &Ctx, exported: &Exported, key: &str) -> Resolution {
+/// How `key` resolves this run: looked up, answered as the last run's
+/// `before` said (the files it came from unchanged), or asked of the
+/// server; with the answer to keep for the next run, if any.
+async fn resolve(
+    ctx: &Ctx,
+    exported: &Exported,
+    before: &BTreeMap<String, Answer>,
+    key: &str,
+) -> (Resolution, Option<(String, Answer)>) {
     if key.starts_with("POST ") {
-        return Resolution::AsWritten(String::from(
-            "a form's POST target (a static host answers POST with an error)",
-        ));
+        let why = "a form's POST target (a static host answers POST with an error)";
+        return (Resolution::AsWritten(String::from(why)), None);
     }
     let mut url = key.to_string();
     // A redirect the server answers (`/dir` → `/dir/`) is followed, twice
     // at most.
     for _ in 0..3 {
         if let Some(file) = exported.files.get(&url) {
-            return Resolution::File(file.clone());
+            return (Resolution::File(file.clone()), None);
         }
         let (path, query) = match url.split_once('?') {
             Some((p, q)) => (p.to_string(), Some(q.to_string())),
             None => (url.clone(), None),
         };
+        let as_written = |why: &str| (Resolution::AsWritten(why.to_string()), None);
         if exported.is_dynamic(&path) {
-            return Resolution::AsWritten(String::from("a dynamic location (request-time only)"));
+            return as_written("a dynamic location (request-time only)");
         }
         if let Some(why) = exported
             .skipped
             .get(&url)
             .or_else(|| exported.skipped.get(&path))
         {
-            return Resolution::AsWritten(why.clone());
+            return as_written(why);
+        }
+        if let Some(answer) = before.get(&url).filter(|a| ctx.fresh(&a.deps)) {
+            let resolution = by_body(exported, answer, query.is_some(), &path);
+            return (resolution, Some((url, answer.clone())));
         }
         let got = match ctx.get(&url, None).await {
             Ok(got) => got,
-            Err(e) => return Resolution::AsWritten(e),
+            Err(e) => return as_written(&e),
         };
         if (300..400).contains(&got.status) {
             match got
@@ -229,7 +256,7 @@ async fn resolve(ctx: &Ctx, exported: &Exported, key: &str) -> Resolution {
                     continue;
                 }
                 None => {
-                    return Resolution::AsWritten(format!(
+                    return as_written(&format!(
                         "the server redirects it ({}) out of the site",
                         got.status
                     ));
@@ -237,40 +264,65 @@ async fn resolve(ctx: &Ctx, exported: &Exported, key: &str) -> Resolution {
             }
         }
         if !(200..300).contains(&got.status) {
-            return Resolution::AsWritten(format!("the server answers {}", got.status));
+            return as_written(&format!("the server answers {}", got.status));
         }
         if got.per_request {
-            return Resolution::AsWritten(String::from(
-                "made per request (Cache-Control: no-store)",
-            ));
+            return as_written("made per request (Cache-Control: no-store)");
         }
-        let hash = ContentHash::of(&got.body).hex(32);
-        if let Some(file) = exported.bodies.get(&(got.content_type.clone(), hash)) {
-            return Resolution::File(file.clone());
-        }
-        return match (query, exported.files.get(&path)) {
-            (Some(_), Some(file)) => Resolution::WithoutQuery(file.clone()),
-            _ => Resolution::AsWritten(String::from("the server renders it as no exported file")),
+        let body = ContentHash::of(&got.body).hex(32);
+        let deps = ctx.url_deps(&url, &body).await;
+        let answer = Answer {
+            content_type: got.content_type,
+            body,
+            deps: deps.unwrap_or_default(),
         };
+        let resolution = by_body(exported, &answer, query.is_some(), &path);
+        // Kept only with the files it came from: an answer nothing is known
+        // to come from is asked again next run.
+        let keep = (!answer.deps.is_empty()).then_some((url, answer));
+        return (resolution, keep);
     }
-    Resolution::AsWritten(String::from("redirected too many times"))
+    (
+        Resolution::AsWritten(String::from("redirected too many times")),
+        None,
+    )
+}
+
+/// How a link resolves given the server's `answer` for its URL (`path`,
+/// with a query or not): the exported file with those very bytes, else
+/// the page without the query, else as written.
+fn by_body(exported: &Exported, answer: &Answer, has_query: bool, path: &str) -> Resolution {
+    let key = (answer.content_type.clone(), answer.body.clone());
+    if let Some(file) = exported.bodies.get(&key) {
+        return Resolution::File(file.clone());
+    }
+    match (has_query, exported.files.get(path)) {
+        (true, Some(file)) => Resolution::WithoutQuery(file.clone()),
+        _ => Resolution::AsWritten(String::from("the server renders it as no exported file")),
+    }
 }
 
 /// Points every exported page's internal links at the exported files (see
 /// the module's doc). `rendered` holds the ids of pages written this run
 /// (their served bytes in their file); the others were kept and are
 /// rendered again when one of their links resolves otherwise than in
-/// `previous`. Returns every link's resolution for the state, and the
-/// pages whose links could not be rewritten (their state is left so that
-/// the next run renders them again).
+/// `previous` (the last run's resolutions, and its server answers).
+/// Returns every link's resolution and the answers to keep, for the state,
+/// and the pages whose links could not be rewritten (their state is left
+/// so that the next run renders them again).
 pub(super) async fn relink(
     ctx: &Arc<Ctx>,
     pages: &mut BTreeMap<String, PageState>,
     exported: Exported,
-    previous: &BTreeMap<String, Resolution>,
+    previous: (&BTreeMap<String, Resolution>, BTreeMap<String, Answer>),
     parallel: usize,
     report: &mut Report,
-) -> (BTreeMap<String, Resolution>, Vec<Failure>) {
+) -> (
+    BTreeMap<String, Resolution>,
+    BTreeMap<String, Answer>,
+    Vec<Failure>,
+) {
+    let (previous, before) = (previous.0, Arc::new(previous.1));
     let mut failures = Vec::new();
     // A page not rewritten must not be kept by the next run: its state's
     // body hash is cleared, which no file matches.
@@ -301,6 +353,7 @@ pub(super) async fn relink(
         }
     }
     let mut resolved: HashMap<String, Resolution> = HashMap::new();
+    let mut answers: BTreeMap<String, Answer> = BTreeMap::new();
     let mut distinct: Vec<&String> = keys.values().flatten().collect();
     distinct.sort();
     distinct.dedup();
@@ -309,18 +362,25 @@ pub(super) async fn relink(
     let permits = Arc::new(tokio::sync::Semaphore::new(parallel));
     let mut set = tokio::task::JoinSet::new();
     for key in distinct {
-        let (ctx, exported, permits) =
-            (Arc::clone(ctx), Arc::clone(&exported), Arc::clone(&permits));
+        let (ctx, exported, before, permits) = (
+            Arc::clone(ctx),
+            Arc::clone(&exported),
+            Arc::clone(&before),
+            Arc::clone(&permits),
+        );
         let key = key.clone();
         set.spawn(async move {
             let _permit = permits.acquire_owned().await;
-            let resolution = resolve(&ctx, &exported, &key).await;
-            (key, resolution)
+            let (resolution, answer) = resolve(&ctx, &exported, &before, &key).await;
+            (key, resolution, answer)
         });
     }
     while let Some(joined) = set.join_next().await {
-        if let Ok((key, resolution)) = joined {
+        if let Ok((key, resolution, answer)) = joined {
             resolved.insert(key, resolution);
+            if let Some((url, answer)) = answer {
+                answers.insert(url, answer);
+            }
         }
     }
 
@@ -405,7 +465,7 @@ pub(super) async fn relink(
         .into_iter()
         .filter(|(k, _)| used.contains(k))
         .collect();
-    (resolved, failures)
+    (resolved, answers, failures)
 }
 
 #[cfg(test)]

@@ -518,3 +518,72 @@ fn a_build_exports_nothing_serve_refuses_however_the_root_is_spelled() {
         );
     }
 }
+
+/// A link's URL that is no exported page (`/b.xml?x=1`) is asked of the
+/// server once; the answer is kept in the state with the files it came
+/// from and reused while they are unchanged. When one changes (b.xsl now
+/// reads `x`), the link is asked again and the page that holds it is
+/// relinked, though its own sources did not change.
+#[test]
+fn a_link_answer_is_reused_until_a_file_it_came_from_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(root.join("s")).unwrap();
+    let write = |name: &str, text: &str| std::fs::write(root.join(name), text).unwrap();
+    let html = |body: &str| {
+        format!(
+            "<xsl:stylesheet version=\"1.0\" xmlns:xsl=\"http://www.w3.org/1999/XSL/Transform\">\n\
+             <xsl:output method=\"html\"/>\n{body}\n</xsl:stylesheet>\n"
+        )
+    };
+    write(
+        "index.xml",
+        "<?xml-stylesheet href=\"/s/page.xsl\" type=\"text/xsl\"?>\n<page><to>/b.xml?x=1</to></page>\n",
+    );
+    write(
+        "s/page.xsl",
+        &html("<xsl:template match=\"/\"><p><a href=\"{page/to}\">b</a></p></xsl:template>"),
+    );
+    write(
+        "b.xml",
+        "<?xml-stylesheet href=\"/s/b.xsl\" type=\"text/xsl\"?>\n<b/>\n",
+    );
+    write(
+        "s/b.xsl",
+        &html("<xsl:template match=\"/\"><p>b</p></xsl:template>"),
+    );
+    let answers = |out: &Path| -> Vec<String> {
+        let state: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join(".axle-build-state.json")).unwrap())
+                .unwrap();
+        state["answers"]
+            .as_object()
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default()
+    };
+    // b.xsl ignores x: the link is the exported b page itself.
+    let first = build_ok(&root, &out);
+    assert!(!first.contains("link /b.xml?x=1"), "{first}");
+    assert_eq!(answers(&out), ["/b.xml?x=1"]);
+    // Nothing changed: nothing rendered, the answer kept.
+    let second = build_ok(&root, &out);
+    assert!(rendered(&second).is_empty(), "{second}");
+    assert_eq!(answers(&out), ["/b.xml?x=1"]);
+    // b.xsl reads x now: /b.xml?x=1 is another page, which is not
+    // exported; the index, unchanged itself, is relinked and the link
+    // listed.
+    write(
+        "s/b.xsl",
+        &html(
+            "<xsl:param name=\"x\"/><xsl:template match=\"/\"><p>b<xsl:value-of select=\"$x\"/></p></xsl:template>",
+        ),
+    );
+    let third = build_ok(&root, &out);
+    assert!(
+        third.contains("rendered /index.xml -> index.xml.html (its links changed)")
+            || third.contains("rendered / -> index.html (its links changed)"),
+        "{third}"
+    );
+    assert!(third.contains("link /b.xml?x=1"), "{third}");
+}
