@@ -369,10 +369,7 @@ fn cache_value(cache: CacheStatus) -> HeaderValue {
 pub(super) fn redirect_response(status: u16, location: &str, cookies: Vec<String>) -> Response {
     // The taglib percent-encodes what a header cannot hold.
     let target = HeaderValue::from_str(location).unwrap_or(HeaderValue::from_static("/"));
-    let link = location
-        .replace('&', "&amp;")
-        .replace('"', "&quot;")
-        .replace('<', "&lt;");
+    let link = super::escape_markup(location);
     let mut response = Response::new(Body::from(format!(
         "<!DOCTYPE html>\n<title>Redirected</title>\n<p>See <a href=\"{link}\">{link}</a>.</p>\n"
     )));
