@@ -51,7 +51,7 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use http::header::{
     ACCEPT_ENCODING, CONNECTION, CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE, ETAG, HOST,
-    IF_NONE_MATCH, LOCATION, USER_AGENT,
+    IF_NONE_MATCH, LOCATION, USER_AGENT, VIA,
 };
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode, Uri};
 use http_body_util::{BodyExt, Empty};
@@ -78,6 +78,11 @@ pub const DEFAULT_MAX_SIZE: u64 = 16 << 20;
 pub const DEFAULT_MAX_REDIRECTS: usize = 3;
 /// The memo's default budget: 64 MiB.
 pub const DEFAULT_MEMO_SIZE: u64 = 64 << 20;
+/// Axle upstream hops a request may already have made by default.
+pub const DEFAULT_MAX_HOPS: u32 = 4;
+/// The received-by name Axle adds to `Via` on every upstream request, and
+/// counts in the request it is fetching for.
+const VIA_NAME: &str = "axle";
 
 /// Request headers never forwarded: hop-by-hop ones, and the ones this
 /// client sets itself (the connection, the encoding, conditional and range
@@ -103,6 +108,7 @@ const NEVER_FORWARDED: &[&str] = &[
     "if-unmodified-since",
     "if-range",
     "range",
+    "via",
 ];
 
 /// How to reach one upstream; checked by [`Upstream::new`].
@@ -128,6 +134,11 @@ pub struct UpstreamConfig {
     /// The memo's budget in bytes (bodies, keys and bookkeeping); 0
     /// remembers nothing.
     pub memo_size: u64,
+    /// How many Axle upstream hops the request being served may already
+    /// have made (counted in its `Via`) before a fetch is refused as a
+    /// loop: two locations fetching each other, or a server fetching
+    /// itself, would otherwise nest requests until it ran out of sockets.
+    pub max_hops: u32,
 }
 
 impl UpstreamConfig {
@@ -142,6 +153,7 @@ impl UpstreamConfig {
             headers: vec!["accept-language".to_string()],
             max_redirects: DEFAULT_MAX_REDIRECTS,
             memo_size: DEFAULT_MEMO_SIZE,
+            max_hops: DEFAULT_MAX_HOPS,
         }
     }
 }
@@ -210,6 +222,10 @@ pub enum UpstreamError {
     /// The upstream broke HTTP or this client's terms (502).
     #[error("upstream protocol error: {0}")]
     Protocol(String),
+    /// The request being served has passed through Axle's upstream
+    /// sources this many times already (`max-hops`): a loop (508).
+    #[error("a loop: this request has already been fetched through Axle {0} times (max-hops)")]
+    Loop(u32),
 }
 
 impl UpstreamError {
@@ -220,6 +236,8 @@ impl UpstreamError {
             UpstreamError::BadPath(_) => StatusCode::BAD_REQUEST,
             UpstreamError::Timeout => StatusCode::GATEWAY_TIMEOUT,
             UpstreamError::Status(404 | 410) => StatusCode::NOT_FOUND,
+            // A loop further on is this request's loop too.
+            UpstreamError::Status(508) | UpstreamError::Loop(_) => StatusCode::LOOP_DETECTED,
             UpstreamError::Connect(_)
             | UpstreamError::Status(_)
             | UpstreamError::TooLarge { .. }
@@ -227,6 +245,36 @@ impl UpstreamError {
             | UpstreamError::Protocol(_) => StatusCode::BAD_GATEWAY,
         }
     }
+}
+
+/// How many times the request behind `headers` has passed through an
+/// Axle upstream source: the `Via` entries received by Axle.
+fn axle_hops(headers: &HeaderMap) -> u32 {
+    let entries = headers
+        .get_all(VIA)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter(|entry| entry.split_whitespace().nth(1) == Some(VIA_NAME))
+        .count();
+    u32::try_from(entries).unwrap_or(u32::MAX)
+}
+
+/// The `Via` an upstream request carries: the request's own entries (when
+/// readable), then this hop's.
+fn via(headers: &HeaderMap) -> HeaderValue {
+    let own = format!("1.1 {VIA_NAME}");
+    let before: Vec<&str> = headers
+        .get_all(VIA)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    let value = if before.is_empty() {
+        own
+    } else {
+        format!("{}, {own}", before.join(", "))
+    };
+    HeaderValue::from_str(&value).unwrap_or_else(|_| HeaderValue::from_static("1.1 axle"))
 }
 
 /// Idle keep-alive connections kept per upstream.
@@ -340,8 +388,15 @@ impl Upstream {
     ) -> Result<Fetched, UpstreamError> {
         let started = Instant::now();
         let url = self.request_url(path, query)?;
+        let hops = axle_hops(headers);
+        if hops >= self.config.max_hops {
+            return Err(UpstreamError::Loop(hops));
+        }
         let forwarded = self.forwarded(headers);
         let key = memo::key(&url.to_string(), &forwarded);
+        // Sent, not part of the memo's key: the client's Via with this hop.
+        let mut sent = forwarded.clone();
+        sent.push((VIA, via(headers)));
         let remembered = self.memo.get(&key);
         if let Some(remembered) = &remembered {
             if let Some(left) = remembered.fresh_for(std::time::Instant::now()) {
@@ -353,7 +408,7 @@ impl Upstream {
         let deadline = started + self.config.timeout;
         let result = match tokio::time::timeout_at(
             deadline,
-            self.follow(url.clone(), &forwarded, validator, deadline),
+            self.follow(url.clone(), &sent, validator, deadline),
         )
         .await
         {

@@ -201,6 +201,10 @@ pub enum SourceError {
     /// 504: the program or upstream took longer than its timeout.
     #[error("{0}")]
     Timeout(String),
+    /// 508: the request has gone round a loop of upstream fetches (an
+    /// upstream's `max-hops`).
+    #[error("{0}")]
+    Loop(String),
 }
 
 impl SourceError {
@@ -215,6 +219,7 @@ impl SourceError {
             SourceError::Failed(_) => StatusCode::BAD_GATEWAY,
             SourceError::Busy(_) => StatusCode::SERVICE_UNAVAILABLE,
             SourceError::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
+            SourceError::Loop(_) => StatusCode::LOOP_DETECTED,
         }
     }
 }

@@ -202,6 +202,7 @@ fn source_error(e: &UpstreamError, tried: Option<&http::Uri>) -> SourceError {
         StatusCode::BAD_REQUEST => SourceError::BadRequest(message),
         StatusCode::NOT_FOUND => SourceError::NotFound(message),
         StatusCode::GATEWAY_TIMEOUT => SourceError::Timeout(message),
+        StatusCode::LOOP_DETECTED => SourceError::Loop(message),
         _ => SourceError::Failed(message),
     }
 }

@@ -187,6 +187,7 @@ impl HttpError {
             E::Failed(_) => "Bad gateway",
             E::Busy(_) => "Busy",
             E::Timeout(_) => "Gateway timeout",
+            E::Loop(_) => "Loop detected",
         };
         HttpError::Source {
             status: err.status(),
@@ -379,6 +380,7 @@ fn lead(status: StatusCode) -> &'static str {
         502 => "Axle could not get this page from the program or server behind it:",
         503 => "Axle is busy or the source is unavailable; try again shortly:",
         504 => "This page took longer than it may:",
+        508 => "This request went round a loop of upstream fetches:",
         _ => "This request could not be answered:",
     }
 }

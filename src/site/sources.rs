@@ -46,6 +46,7 @@ const TYPES: &[(&str, &[&str])] = &[
             "timeout",
             "connect-timeout",
             "max-size",
+            "max-hops",
         ],
     ),
 ];
@@ -68,6 +69,7 @@ fn keys_set(p: &ProviderFormat) -> Vec<&'static str> {
     note(p.max_size.is_some(), "max-size");
     note(p.max_concurrent.is_some(), "max-concurrent");
     note(p.max_queue.is_some(), "max-queue");
+    note(p.max_hops.is_some(), "max-hops");
     note(p.url.is_some(), "url");
     keys
 }
@@ -226,6 +228,9 @@ pub(super) fn mount(
             }
             if let Some(h) = &p.headers {
                 config.headers = h.clone();
+            }
+            if let Some(n) = p.max_hops {
+                config.max_hops = n;
             }
             let cache = cache.unwrap_or(Cacheability::Validated);
             let source = UpstreamSource::new(config, cache).map_err(|e| {

@@ -643,3 +643,38 @@ async fn a_kept_connection_the_upstream_closed_is_replaced() {
     }
     assert_eq!(backend.hits(), 4);
 }
+
+#[test]
+fn via_counts_axle_hops_and_adds_this_one() {
+    let mut headers = HeaderMap::new();
+    assert_eq!(axle_hops(&headers), 0);
+    assert_eq!(via(&headers), "1.1 axle");
+    headers.append(VIA, HeaderValue::from_static("1.1 cdn, 1.1 axle"));
+    headers.append(
+        VIA,
+        HeaderValue::from_static("HTTP/1.1 axle (Axle), 1.0 axle-not"),
+    );
+    assert_eq!(axle_hops(&headers), 2);
+    assert_eq!(
+        via(&headers),
+        "1.1 cdn, 1.1 axle, HTTP/1.1 axle (Axle), 1.0 axle-not, 1.1 axle"
+    );
+}
+
+#[tokio::test]
+async fn a_request_past_max_hops_is_refused_as_a_loop_before_any_fetch() {
+    // Port 9 answers nothing: a fetch would fail otherwise than as a loop.
+    let mut config = UpstreamConfig::new("http://127.0.0.1:9{path}");
+    config.max_hops = 2;
+    let upstream = Upstream::new(config).unwrap();
+    let mut headers = HeaderMap::new();
+    headers.insert(VIA, HeaderValue::from_static("1.1 axle, 1.1 axle"));
+    let e = upstream.fetch("/x", None, &headers).await.unwrap_err();
+    assert!(matches!(e, UpstreamError::Loop(2)), "{e:?}");
+    assert_eq!(e.status(), StatusCode::LOOP_DETECTED);
+    assert!(e.to_string().contains("max-hops"), "{e}");
+    // One hop fewer is fetched (and fails as port 9 does, not as a loop).
+    headers.insert(VIA, HeaderValue::from_static("1.1 axle"));
+    let e = upstream.fetch("/x", None, &headers).await.unwrap_err();
+    assert!(!matches!(e, UpstreamError::Loop(_)), "{e:?}");
+}
