@@ -66,7 +66,7 @@ pub(super) struct ProviderFormat {
     pub(super) max_size: Option<String>,
     pub(super) max_concurrent: Option<usize>,
     pub(super) max_queue: Option<usize>,
-    pub(super) max_hops: Option<u32>,
+    pub(super) max_hops: Option<usize>,
     pub(super) url: Option<String>,
 }
 

@@ -230,7 +230,7 @@ pub(super) fn mount(
                 config.headers = h.clone();
             }
             if let Some(n) = p.max_hops {
-                config.max_hops = n;
+                config.max_hops = u32::try_from(n).unwrap_or(u32::MAX);
             }
             let cache = cache.unwrap_or(Cacheability::Validated);
             let source = UpstreamSource::new(config, cache).map_err(|e| {
