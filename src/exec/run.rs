@@ -328,6 +328,6 @@ fn feed<W: Write>(stdin: &mut Option<W>, input: &[u8], fed: &mut usize) {
 }
 
 /// SIGKILL to the process group `pid` leads (gone already: nothing to do).
-fn kill_group(pid: Pid) {
+pub(super) fn kill_group(pid: Pid) {
     let _ = rustix::process::kill_process_group(pid, Signal::KILL);
 }
