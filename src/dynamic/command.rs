@@ -304,6 +304,7 @@ impl DynamicProvider for CommandSource {
                     Ok(Produced {
                         bytes: output.stdout,
                         cacheable: self.config.cache != Cacheability::Uncacheable,
+                        status: None,
                     })
                 }
                 Err(e) => Err(self.failure(&e)),
