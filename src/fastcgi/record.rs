@@ -131,9 +131,12 @@ pub fn encode_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> 
     out
 }
 
+/// A name-value pair as read back: name, value.
+pub type Pair = (Vec<u8>, Vec<u8>);
+
 /// Reads a PARAMS stream's content back into pairs (for tests and the
 /// fuzz target: what an application would read).
-pub fn decode_pairs(mut bytes: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>, RecordError> {
+pub fn decode_pairs(mut bytes: &[u8]) -> Result<Vec<Pair>, RecordError> {
     fn length(bytes: &mut &[u8]) -> Result<usize, RecordError> {
         let first = *bytes.first().ok_or(RecordError::BadPair)?;
         if first < 128 {
