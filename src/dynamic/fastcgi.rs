@@ -192,26 +192,12 @@ impl DynamicProvider for FastcgiSource {
     }
 
     fn body_limit(&self, method: &Method) -> Result<Option<u64>, SourceError> {
-        if method == Method::GET || method == Method::HEAD {
-            Ok(None)
-        } else if method == Method::POST && self.config.max_body > 0 {
-            Ok(Some(self.config.max_body))
-        } else if self.config.max_body > 0 {
-            Err(SourceError::Method {
-                allowed: "GET, HEAD, POST",
-            })
-        } else {
-            Err(SourceError::Method {
-                allowed: "GET, HEAD",
-            })
-        }
+        super::command::program_body_limit(method, self.config.max_body)
     }
 
     fn memo_key(&self, request: &SourceRequest) -> Option<Vec<u8>> {
-        let env = self.params(request);
-        Some(super::memo_key(env.iter().flat_map(|(name, value)| {
-            [Some(name.as_bytes()), Some(value.as_bytes())]
-        })))
+        // Everything the application is told about the request.
+        Some(super::command::variables_key(&self.params(request)))
     }
 
     fn produce<'a>(

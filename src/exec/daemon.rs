@@ -8,13 +8,12 @@
 
 use std::io::{BufRead, BufReader};
 use std::os::fd::AsFd;
-use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 
 use rustix::io::Errno;
 use rustix::process::{Pid, WaitId, WaitIdOptions};
 
-use super::reap::{Family, MARKER_VARIABLE, marker_value};
+use super::reap::{Family, marker_value};
 use super::{ExecError, Program};
 
 /// Longest stderr line logged as it is (the rest of it is cut).
@@ -42,19 +41,11 @@ impl Program {
         extra_env: &[(String, String)],
     ) -> Result<Daemon, ExecError> {
         let marker = marker_value();
-        let mut command = Command::new(&self.executable);
+        let mut command = super::run::command(self, extra_env, &marker);
         command
-            .arg0(&self.argv[0])
-            .args(&self.argv[1..])
-            .current_dir(&self.cwd)
-            .env_clear()
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .envs(extra_env.iter().map(|(k, v)| (k, v)))
-            .env(MARKER_VARIABLE, &marker)
             .stdin(stdin)
             .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .process_group(0);
+            .stderr(Stdio::piped());
         let mut child = command
             .spawn()
             .map_err(|e| ExecError::Spawn(e.to_string()))?;

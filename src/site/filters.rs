@@ -63,43 +63,61 @@ fn config(mime: &str, f: &FilterFormat, here: &Here<'_>) -> Result<FilterConfig,
     }
     let mut errors = Vec::new();
     let mut config = FilterConfig::new(mime, f.argv.clone());
-    if let Some(t) = &f.timeout {
-        match parse_duration(t) {
-            Ok(d) => config.timeout = d,
-            Err(e) => errors.push(here.err("timeout", e)),
-        }
-    }
-    if let Some(t) = &f.max_output {
-        match parse_size(t) {
-            Ok(n) => config.max_output = n,
-            Err(e) => errors.push(here.err("max-output", e)),
-        }
-    }
-    if let Some(n) = f.max_concurrent {
-        config.max_concurrent = n;
-    }
-    if let Some(n) = f.max_queue {
-        config.max_queue = n;
-    }
+    let shared = shared_settings(f, here, &mut errors);
+    config.timeout = shared.timeout.unwrap_or(config.timeout);
+    config.max_output = shared.max_output.unwrap_or(config.max_output);
+    config.max_concurrent = f.max_concurrent.unwrap_or(config.max_concurrent);
+    config.max_queue = f.max_queue.unwrap_or(config.max_queue);
+    config.cacheable = shared.cacheable;
     if let Some(env) = &f.env {
         config.env = env.clone();
     }
     config.version_file = f.version_file.clone();
     config.content_type = f.content_type.clone();
+    if errors.is_empty() {
+        Ok(config)
+    } else {
+        Err(errors)
+    }
+}
+
+/// The settings a command filter and a FastCGI filter read alike (`None`:
+/// not set).
+struct Shared {
+    timeout: Option<std::time::Duration>,
+    max_output: Option<u64>,
+    cacheable: bool,
+}
+
+/// Reads the shared settings of `f`, each bad value added to `errors`.
+fn shared_settings(f: &FilterFormat, here: &Here<'_>, errors: &mut Vec<ConfigError>) -> Shared {
+    let mut shared = Shared {
+        timeout: None,
+        max_output: None,
+        cacheable: true,
+    };
+    if let Some(t) = &f.timeout {
+        match parse_duration(t) {
+            Ok(d) => shared.timeout = Some(d),
+            Err(e) => errors.push(here.err("timeout", e)),
+        }
+    }
+    if let Some(t) = &f.max_output {
+        match parse_size(t) {
+            Ok(n) => shared.max_output = Some(n),
+            Err(e) => errors.push(here.err("max-output", e)),
+        }
+    }
     if let Some(cache) = &f.cache {
         match Cacheability::parse(cache) {
-            Ok(Cacheability::Uncacheable) => config.cacheable = false,
+            Ok(Cacheability::Uncacheable) => shared.cacheable = false,
             _ => errors.push(here.err(
                 "cache",
                 "a filter's output is cached by its input (the default); \"none\" runs it for every request",
             )),
         }
     }
-    if errors.is_empty() {
-        Ok(config)
-    } else {
-        Err(errors)
-    }
+    shared
 }
 
 /// Registers a filter answered by a FastCGI application.
@@ -187,34 +205,13 @@ fn register_fastcgi(
     };
     let mut config = FastcgiFilterConfig::new(mime, backend, script);
     let mut errors = Vec::new();
-    if let Some(t) = &f.timeout {
-        match parse_duration(t) {
-            Ok(d) => config.timeout = d,
-            Err(e) => errors.push(here.err("timeout", e)),
-        }
-    }
-    if let Some(t) = &f.max_output {
-        match parse_size(t) {
-            Ok(n) => config.max_output = n,
-            Err(e) => errors.push(here.err("max-output", e)),
-        }
-    }
-    if let Some(n) = f.max_concurrent {
-        config.max_concurrent = n;
-    }
-    if let Some(n) = f.max_queue {
-        config.max_queue = n;
-    }
+    let shared = shared_settings(f, here, &mut errors);
+    config.timeout = shared.timeout.unwrap_or(config.timeout);
+    config.max_output = shared.max_output.unwrap_or(config.max_output);
+    config.max_concurrent = f.max_concurrent.unwrap_or(config.max_concurrent);
+    config.max_queue = f.max_queue.unwrap_or(config.max_queue);
+    config.cacheable = shared.cacheable;
     config.content_type = f.content_type.clone();
-    if let Some(cache) = &f.cache {
-        match Cacheability::parse(cache) {
-            Ok(Cacheability::Uncacheable) => config.cacheable = false,
-            _ => errors.push(here.err(
-                "cache",
-                "a filter's output is cached by its input (the default); \"none\" runs it for every request",
-            )),
-        }
-    }
     if !errors.is_empty() {
         return Err(errors);
     }
