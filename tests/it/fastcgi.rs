@@ -282,6 +282,30 @@ async fn workers_are_recycled_after_max_requests() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn an_idle_worker_is_stopped_after_idle_timeout_and_started_again_on_demand() {
+    if !php_cgi() {
+        return;
+    }
+    let site = site();
+    let server = server_with(&site, ", workers = 1, idle-timeout = \"1s\"").await;
+    let a = pid(&server, "/app/x.xml?do=env").await;
+    // Within the timeout it stays (the stopper looks every 500 ms).
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(alive(&a), "not idle long enough yet");
+    let mut gone = false;
+    for _ in 0..40 {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        if !alive(&a) {
+            gone = true;
+            break;
+        }
+    }
+    assert!(gone, "the idle worker was stopped");
+    let b = pid(&server, "/app/x.xml?do=env").await;
+    assert_ne!(a, b, "a new worker answers");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_worker_past_the_timeout_is_killed_504_and_the_next_request_is_fine() {
     if !php_cgi() {
         return;
