@@ -151,8 +151,7 @@ impl BackendConfig {
                 workers: self.workers.max(1),
                 max_requests: self.max_requests,
                 idle_timeout: self.idle_timeout,
-            })
-            .map_err(|e| format!("{}: a directory for its sockets: {e}", argv.join(" ")))?;
+            });
             return Ok(Backend::Spawned(pool));
         }
         match &self.address {

@@ -72,6 +72,8 @@ struct State {
     leased: Vec<u32>,
     /// Set by [`stop_all`]: workers given back are stopped.
     stopped: bool,
+    /// Whether the socket directory has been made.
+    dir_made: bool,
 }
 
 /// One spawned worker and Axle's connection to it.
@@ -202,22 +204,28 @@ fn note_crash(state: &mut State) {
     state.backoff = (state.backoff * 2).min(BACKOFF_MAX);
 }
 
-/// A private directory for the pool's sockets.
-fn private_dir() -> std::io::Result<PathBuf> {
+/// The name of a private directory for a pool's sockets (made when its
+/// first worker starts, so a configuration only read, as `axle check`
+/// reads it, leaves nothing behind).
+fn private_dir() -> PathBuf {
     static POOLS: AtomicU64 = AtomicU64::new(0);
     let n = POOLS.fetch_add(1, Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("axle-fcgi-{}-{n}", std::process::id()));
+    std::env::temp_dir().join(format!("axle-fcgi-{}-{n}", std::process::id()))
+}
+
+/// Makes `dir` afresh, readable by this user only (whatever was there
+/// under that name is removed first).
+fn make_private(dir: &std::path::Path) -> std::io::Result<()> {
     if dir.exists() {
-        std::fs::remove_dir_all(&dir)?;
+        std::fs::remove_dir_all(dir)?;
     }
-    std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
-    Ok(dir)
+    std::fs::DirBuilder::new().mode(0o700).create(dir)
 }
 
 impl Pool {
     /// A pool of at most `config.workers` workers (none started yet).
-    pub fn new(config: PoolConfig) -> std::io::Result<Pool> {
-        let dir = private_dir()?;
+    pub fn new(config: PoolConfig) -> Pool {
+        let dir = private_dir();
         let idle_timeout = config.idle_timeout;
         let inner = Arc::new(Inner {
             config,
@@ -231,6 +239,7 @@ impl Pool {
                 started: 0,
                 leased: Vec::new(),
                 stopped: false,
+                dir_made: false,
             }),
             freed: Condvar::new(),
         });
@@ -247,7 +256,7 @@ impl Pool {
         if let Err(e) = spawned {
             tracing::warn!(error = %e, "no thread to stop idle FastCGI workers: they stay until used");
         }
-        Ok(Pool { inner })
+        Pool { inner }
     }
 
     /// The program the workers run.
@@ -335,6 +344,15 @@ impl Pool {
     }
 
     fn spawn(&self, id: u64) -> Result<Worker, FcgiError> {
+        {
+            let mut state = self.inner.lock();
+            if !state.dir_made {
+                make_private(&self.inner.dir).map_err(|e| {
+                    FcgiError::Connect(format!("making {}: {e}", self.inner.dir.display()))
+                })?;
+                state.dir_made = true;
+            }
+        }
         let socket = self.inner.dir.join(format!("w{id}.sock"));
         let _ = std::fs::remove_file(&socket);
         let listener = UnixListener::bind(&socket)
