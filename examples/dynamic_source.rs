@@ -110,6 +110,7 @@ impl VolatileCopy {
         Ok(Produced {
             bytes: bytes.into(),
             cacheable: false,
+            status: None,
         })
     }
 }

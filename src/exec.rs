@@ -26,6 +26,7 @@
 //! pool, or `tokio::task::spawn_blocking`). Nothing else of the crate is
 //! imported: this module sits below every other.
 
+mod daemon;
 mod reap;
 mod run;
 
@@ -36,6 +37,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
+pub use daemon::{Daemon, kill_daemon_group};
 pub use reap::MARKER_VARIABLE;
 
 /// How much of a program's stderr is kept (for the log); the rest is read

@@ -31,6 +31,7 @@ pub mod config;
 pub mod dynamic;
 pub mod exec;
 pub mod export;
+pub mod fastcgi;
 pub mod ffi;
 pub mod href;
 pub mod http;

@@ -498,6 +498,8 @@ fn main() -> ExitCode {
                 // transform still running on the pool cannot be joined, so
                 // the process ends here rather than wait for it.
                 let _ = std::io::Write::flush(&mut std::io::stdout());
+                // FastCGI workers are stopped, not left behind.
+                axle::fastcgi::stop_all();
                 std::process::exit(0);
             }
             served

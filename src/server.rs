@@ -30,7 +30,7 @@
 //!     fn describe(&self) -> String { "hello".into() }
 //!     fn produce<'a>(&'a self, r: &'a SourceRequest) -> BoxFuture<'a, Result<Produced, SourceError>> {
 //!         let doc = format!("<hello path='{}'/>", r.path_info.replace('\'', ""));
-//!         Box::pin(async move { Ok(Produced { bytes: doc.into(), cacheable: true }) })
+//!         Box::pin(async move { Ok(Produced { bytes: doc.into(), cacheable: true, status: None }) })
 //!     }
 //! }
 //!

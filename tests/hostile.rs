@@ -246,7 +246,18 @@ impl Server {
         matches!(self.child.try_wait(), Ok(None))
     }
 
+    /// SIGTERM, so the server stops what it started (its FastCGI
+    /// workers), then SIGKILL if it has not exited within 5 s.
     fn stop(mut self) {
+        if let Some(pid) = rustix::process::Pid::from_raw(self.child.id() as i32) {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+            for _ in 0..50 {
+                if !self.alive() {
+                    return;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }

@@ -44,26 +44,28 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "language",
         &[
-            "config", "exec", "href", "provider", "cache", "ffi", "prolog",
+            "config", "exec", "href", "provider", "cache", "ffi", "prolog", "fastcgi",
         ],
     ),
     (
         "chain",
         &[
-            "language", "exec", "href", "provider", "cache", "ffi", "prolog",
+            "language", "exec", "href", "provider", "cache", "ffi", "prolog", "fastcgi",
         ],
     ),
     // Dynamic sources (issue #24): a program's output, an upstream's
     // answer, a request body; below `site`, which mounts them.
     (
         "dynamic",
-        &["config", "exec", "upstream", "cache", "ffi", "prolog"],
+        &[
+            "config", "exec", "upstream", "cache", "ffi", "prolog", "fastcgi",
+        ],
     ),
     (
         "site",
         &[
             "dynamic", "config", "chain", "language", "href", "provider", "cache", "ffi", "prolog",
-            "exec", "upstream",
+            "exec", "upstream", "fastcgi",
         ],
     ),
     // Leaves: the start-up settings (also what `axle.toml`'s `[limits]`
@@ -76,18 +78,21 @@ const LAYERS: &[(&str, &[&str])] = &[
     // code can reach into it, and it into them.
     ("upstream", &[]),
     ("exec", &[]),
+    // FastCGI (issue #38): the record layer, the client and the spawned
+    // workers, on `exec` (the process-tree rule) and nothing else.
+    ("fastcgi", &["exec"]),
     (
         "pipeline",
         &[
             "config", "pool", "exec", "site", "chain", "language", "href", "provider", "cache",
-            "ffi", "prolog",
+            "ffi", "prolog", "fastcgi",
         ],
     ),
     (
         "http",
         &[
             "dynamic", "pipeline", "config", "pool", "exec", "site", "chain", "language", "href",
-            "provider", "cache", "ffi", "prolog",
+            "provider", "cache", "ffi", "prolog", "fastcgi",
         ],
     ),
     // The builder: everything a server is made of.
@@ -95,7 +100,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         "server",
         &[
             "http", "dynamic", "pipeline", "config", "pool", "exec", "site", "chain", "language",
-            "href", "provider", "cache", "ffi", "prolog",
+            "href", "provider", "cache", "ffi", "prolog", "fastcgi",
         ],
     ),
     // `axle build`: a built server's handler, asked for every page.
@@ -103,7 +108,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         "export",
         &[
             "server", "http", "dynamic", "pipeline", "config", "pool", "exec", "site", "chain",
-            "language", "href", "provider", "cache", "ffi", "prolog",
+            "language", "href", "provider", "cache", "ffi", "prolog", "fastcgi",
         ],
     ),
     // `axle warm`: a client of the public listener; reads the root's
@@ -112,7 +117,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         "warm",
         &[
             "http", "site", "language", "config", "chain", "href", "provider", "cache", "ffi",
-            "prolog", "dynamic", "exec", "upstream",
+            "prolog", "dynamic", "exec", "upstream", "fastcgi",
         ],
     ),
 ];

@@ -239,6 +239,35 @@ fn joined_header(headers: &http::HeaderMap, name: &str) -> Option<String> {
     (!values.is_empty()).then(|| values.join(separator))
 }
 
+/// What a program's source takes for `method`: GET and HEAD without a
+/// body, POST with one of at most `max_body` bytes (`0`: POST refused).
+pub(super) fn program_body_limit(
+    method: &Method,
+    max_body: u64,
+) -> Result<Option<u64>, SourceError> {
+    if method == Method::GET || method == Method::HEAD {
+        Ok(None)
+    } else if method == Method::POST && max_body > 0 {
+        Ok(Some(max_body))
+    } else if max_body > 0 {
+        Err(SourceError::Method {
+            allowed: "GET, HEAD, POST",
+        })
+    } else {
+        Err(SourceError::Method {
+            allowed: "GET, HEAD",
+        })
+    }
+}
+
+/// A memo key of every variable a program is told.
+pub(super) fn variables_key(env: &[(String, String)]) -> Vec<u8> {
+    super::memo_key(
+        env.iter()
+            .flat_map(|(name, value)| [Some(name.as_bytes()), Some(value.as_bytes())]),
+    )
+}
+
 /// The request's path and query as the client would write them.
 fn request_uri(request: &SourceRequest) -> String {
     match &request.query {
@@ -258,27 +287,12 @@ impl DynamicProvider for CommandSource {
     }
 
     fn body_limit(&self, method: &Method) -> Result<Option<u64>, SourceError> {
-        if method == Method::GET || method == Method::HEAD {
-            Ok(None)
-        } else if method == Method::POST && self.config.max_body > 0 {
-            Ok(Some(self.config.max_body))
-        } else if self.config.max_body > 0 {
-            Err(SourceError::Method {
-                allowed: "GET, HEAD, POST",
-            })
-        } else {
-            Err(SourceError::Method {
-                allowed: "GET, HEAD",
-            })
-        }
+        program_body_limit(method, self.config.max_body)
     }
 
     fn memo_key(&self, request: &SourceRequest) -> Option<Vec<u8>> {
         // Everything the program is told about the request.
-        let env = self.environment(request);
-        Some(super::memo_key(env.iter().flat_map(|(name, value)| {
-            [Some(name.as_bytes()), Some(value.as_bytes())]
-        })))
+        Some(variables_key(&self.environment(request)))
     }
 
     fn produce<'a>(
@@ -304,6 +318,7 @@ impl DynamicProvider for CommandSource {
                     Ok(Produced {
                         bytes: output.stdout,
                         cacheable: self.config.cache != Cacheability::Uncacheable,
+                        status: None,
                     })
                 }
                 Err(e) => Err(self.failure(&e)),

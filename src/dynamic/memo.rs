@@ -103,6 +103,7 @@ mod tests {
                 Ok(Produced {
                     bytes: Bytes::from(format!("<n>{n}</n>")),
                     cacheable: false,
+                    status: None,
                 })
             })
         }

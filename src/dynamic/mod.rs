@@ -6,7 +6,7 @@
 //! recompute the chain.
 //!
 //! A [`DynamicProvider`] is mounted at a location prefix (in `axle.toml`,
-//! `provider = { type = "post" | "command" | "upstream", ... }`, or through
+//! `provider = { type = "post" | "command" | "fastcgi" | "upstream", ... }`, or through
 //! the server builder); every URL under the prefix is answered from what it
 //! produces. It says, per answer, whether the bytes may be cached
 //! ([`Produced::cacheable`]): an uncacheable source makes an `all`-mode
@@ -18,6 +18,7 @@
 //! as a program, an argument or a host.
 
 mod command;
+mod fastcgi;
 mod memo;
 mod post;
 mod upstream;
@@ -25,6 +26,7 @@ mod upstream;
 pub use command::{
     CGI_VARIABLES, CommandConfig, CommandSource, header_problem as command_header_problem,
 };
+pub use fastcgi::{FastcgiConfig, FastcgiSource};
 pub use memo::Memoized;
 pub use post::{PostConfig, PostSource};
 pub use upstream::UpstreamSource;
@@ -108,6 +110,10 @@ pub struct Produced {
     /// computed per request (a request body, a program declared
     /// `cache = "none"`, an upstream answer without a validator).
     pub cacheable: bool,
+    /// The status the page is answered with when it is not 200 (a
+    /// FastCGI app's `Status: 404` with a document); such an answer is
+    /// never stored (`cacheable` is then `false`).
+    pub status: Option<StatusCode>,
 }
 
 /// A memo key made of `parts`, each length-prefixed (so no two lists of

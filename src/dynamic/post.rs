@@ -71,6 +71,7 @@ impl DynamicProvider for PostSource {
             Ok(Produced {
                 bytes,
                 cacheable: false,
+                status: None,
             })
         })
     }

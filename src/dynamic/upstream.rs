@@ -185,6 +185,7 @@ impl DynamicProvider for UpstreamSource {
             Ok(Produced {
                 bytes: fetched.body,
                 cacheable,
+                status: None,
             })
         })
     }

@@ -44,6 +44,28 @@ pub(super) fn run(
 ) -> Result<Output, ExecError> {
     let deadline = Instant::now() + program.timeout;
     let marker = marker_value();
+    let mut command = command(program, extra_env, &marker);
+    command
+        // No input: /dev/null, which saves a pipe.
+        .stdin(if stdin.is_empty() {
+            Stdio::null()
+        } else {
+            Stdio::piped()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = command
+        .spawn()
+        .map_err(|e| ExecError::Spawn(e.to_string()))?;
+    let mut running = Running::new(child, &marker);
+    let result = running.supervise(stdin, deadline, program);
+    running.finish(result)
+}
+
+/// The command for `program` with `extra_env` and the run's `marker`: its
+/// argv (argv[0] as written), working directory, and exactly the allowed
+/// environment, in its own process group. Stdio is the caller's to set.
+pub(super) fn command(program: &Program, extra_env: &[(String, String)], marker: &str) -> Command {
     let mut command = Command::new(&program.executable);
     command
         .arg0(&program.argv[0])
@@ -53,22 +75,9 @@ pub(super) fn run(
         .envs(program.env.iter().map(|(k, v)| (k, v)))
         .envs(extra_env.iter().map(|(k, v)| (k, v)))
         // Last, so that no configured variable can replace it.
-        .env(MARKER_VARIABLE, &marker)
-        // No input: /dev/null, which saves a pipe.
-        .stdin(if stdin.is_empty() {
-            Stdio::null()
-        } else {
-            Stdio::piped()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .env(MARKER_VARIABLE, marker)
         .process_group(0);
-    let child = command
-        .spawn()
-        .map_err(|e| ExecError::Spawn(e.to_string()))?;
-    let mut running = Running::new(child, &marker);
-    let result = running.supervise(stdin, deadline, program);
-    running.finish(result)
+    command
 }
 
 /// A spawned child being supervised; killed (with its group and family)
@@ -328,6 +337,6 @@ fn feed<W: Write>(stdin: &mut Option<W>, input: &[u8], fed: &mut usize) {
 }
 
 /// SIGKILL to the process group `pid` leads (gone already: nothing to do).
-fn kill_group(pid: Pid) {
+pub(super) fn kill_group(pid: Pid) {
     let _ = rustix::process::kill_process_group(pid, Signal::KILL);
 }

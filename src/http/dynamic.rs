@@ -65,12 +65,21 @@ pub(super) async fn respond(
         req.xinclude = false;
         req.client_document = Some(std::sync::Arc::clone(&location.client_stages));
     }
+    let status = produced.status;
     match app
         .pipeline
         .render_generated(&generated, produced.bytes, &req)
         .await
     {
-        Ok(rendered) => Ok(document_response(app, rendered, headers, location).await),
+        Ok(rendered) => {
+            let mut response = document_response(app, rendered, headers, location).await;
+            // A source's own status (a FastCGI app's `Status: 404`) is the
+            // page's, in place of a 200.
+            if let Some(status) = status.filter(|_| response.status() == StatusCode::OK) {
+                *response.status_mut() = status;
+            }
+            Ok(response)
+        }
         Err(e) => Err(render_failed(app, e, mount, generated, location, &req).await),
     }
 }

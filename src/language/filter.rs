@@ -256,7 +256,7 @@ impl FilterLanguage {
 }
 
 /// A MIME type as the registry keys it: lower case, without parameters.
-fn normalize_mime(mime: &str) -> String {
+pub(super) fn normalize_mime(mime: &str) -> String {
     mime.split(';')
         .next()
         .unwrap_or("")
@@ -345,7 +345,7 @@ impl Language for FilterLanguage {
 /// Records the file at `path` (absolute) with its content hash, under its
 /// canonical path, and the name it was reached by when links made that
 /// differ (so re-pointing the link counts as a change).
-fn record_file(resolver: &RootResolver, path: &Path) -> std::io::Result<()> {
+pub(super) fn record_file(resolver: &RootResolver, path: &Path) -> std::io::Result<()> {
     let fingerprints = resolver.fingerprints();
     let canonical = fingerprints.canonicalize(path)?;
     let hash = fingerprints.hash(&canonical)?;
@@ -424,7 +424,7 @@ impl FilterStage {
 
 /// `AXLE_PARAM_<name>` for a param name made of `[A-Za-z0-9_.-]` (`.` and
 /// `-` become `_`); `None` for any other name.
-fn param_variable(name: &str) -> Option<String> {
+pub(super) fn param_variable(name: &str) -> Option<String> {
     let usable = !name.is_empty()
         && name
             .bytes()
@@ -433,7 +433,7 @@ fn param_variable(name: &str) -> Option<String> {
 }
 
 /// The start of a program's stderr, for one log event.
-fn excerpt(stderr: &str) -> String {
+pub(super) fn excerpt(stderr: &str) -> String {
     let trimmed = stderr.trim_end();
     let mut out: String = trimmed.chars().take(LOGGED_STDERR).collect();
     if trimmed.chars().count() > LOGGED_STDERR {

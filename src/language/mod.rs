@@ -114,6 +114,7 @@
 //! input changes. `examples/custom_language.rs` is a longer example with a
 //! configuration file.
 
+mod fastcgi_filter;
 mod filter;
 mod passthru;
 mod registry;
@@ -122,6 +123,7 @@ mod view;
 mod xslt;
 pub mod xsp;
 
+pub use fastcgi_filter::{FastcgiFilterConfig, FastcgiFilterLanguage};
 pub use filter::{FilterConfig, FilterError, FilterLanguage};
 pub use passthru::Passthru;
 pub use registry::{Registry, RegistryError};

@@ -308,6 +308,7 @@ fn the_recorder_finds_every_struct_and_its_keys() {
             "axle.toml",
             "esql.\"PREFIX\"",
             "filter.\"PREFIX\"",
+            "filter.\"PREFIX\".fastcgi",
             "limits",
             "location.\"PREFIX\"",
             "location.\"PREFIX\".media-rules[]",

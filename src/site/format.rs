@@ -38,7 +38,9 @@ pub(super) struct EsqlFormat {
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub(super) struct FilterFormat {
+    #[serde(default)]
     pub(super) argv: Vec<String>,
+    pub(super) fastcgi: Option<FastcgiFilterFormat>,
     pub(super) timeout: Option<String>,
     pub(super) max_output: Option<String>,
     pub(super) max_concurrent: Option<usize>,
@@ -47,6 +49,21 @@ pub(super) struct FilterFormat {
     pub(super) version_file: Option<PathBuf>,
     pub(super) content_type: Option<String>,
     pub(super) cache: Option<String>,
+}
+
+/// `[filter."MIME type"] fastcgi = { ... }`: the filter's stages answered
+/// by a FastCGI application (spawned workers or an address) instead of
+/// `argv` run per stage.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub(super) struct FastcgiFilterFormat {
+    pub(super) spawn: Option<Vec<String>>,
+    pub(super) address: Option<String>,
+    pub(super) script: Option<String>,
+    pub(super) workers: Option<usize>,
+    pub(super) max_requests: Option<usize>,
+    pub(super) idle_timeout: Option<String>,
+    pub(super) env: Option<Vec<String>>,
 }
 
 /// A location's `provider = { type = ..., ... }`: where its documents come
@@ -68,6 +85,12 @@ pub(super) struct ProviderFormat {
     pub(super) max_queue: Option<usize>,
     pub(super) max_hops: Option<usize>,
     pub(super) url: Option<String>,
+    pub(super) spawn: Option<Vec<String>>,
+    pub(super) address: Option<String>,
+    pub(super) script: Option<String>,
+    pub(super) workers: Option<usize>,
+    pub(super) max_requests: Option<usize>,
+    pub(super) idle_timeout: Option<String>,
 }
 
 /// `[limits]`: the server's limits (durations like `"10s"`, sizes like

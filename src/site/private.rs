@@ -73,21 +73,31 @@ pub(super) fn location_paths(sections: &[ValidSection], root: &Path) -> Vec<Path
     paths
 }
 
-/// Every argv entry of a filter or a `command` provider that names a
+/// Every argv entry of a filter or a `command` provider, and every
+/// `spawn` entry and `script` of a FastCGI source or filter, that names a
 /// regular file under the root (canonical): the executable when it is a
 /// file there (`./run.sh`), a script (`programs/live.py`), a data file
 /// it is given.
 pub(super) fn program_candidates(format: &FileFormat, root: &Path) -> Vec<PathBuf> {
     let filters = format.filter.values().map(|f| f.argv.as_slice());
-    let commands = format
-        .location
-        .values()
-        .filter_map(|s| s.provider.as_ref())
+    let providers = || format.location.values().filter_map(|s| s.provider.as_ref());
+    let commands = providers()
         .filter(|p| p.r#type == "command")
         .filter_map(|p| p.argv.as_deref());
+    // A FastCGI app's program and script (`live.php`) are programs too.
+    let fastcgi_sources = providers()
+        .filter(|p| p.r#type == "fastcgi")
+        .flat_map(|p| p.spawn.iter().flatten().chain(p.script.iter()));
+    let fastcgi_filters = format
+        .filter
+        .values()
+        .filter_map(|f| f.fastcgi.as_ref())
+        .flat_map(|f| f.spawn.iter().flatten().chain(f.script.iter()));
     filters
         .chain(commands)
         .flatten()
+        .chain(fastcgi_sources)
+        .chain(fastcgi_filters)
         .filter(|entry| !entry.is_empty())
         .filter_map(|entry| root.join(entry).canonicalize().ok())
         .filter(|path| path.starts_with(root) && path.is_file())

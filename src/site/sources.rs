@@ -14,9 +14,11 @@ use std::time::Duration;
 use crate::config::{parse_duration, parse_size};
 use crate::dynamic::command_header_problem;
 use crate::dynamic::{
-    BoxFuture, Cacheability, CommandConfig, CommandSource, DynamicProvider, Memoized, Mount,
-    PostConfig, PostSource, Produced, SourceError, SourceRequest, UpstreamSource,
+    BoxFuture, Cacheability, CommandConfig, CommandSource, DynamicProvider, FastcgiConfig,
+    FastcgiSource, Memoized, Mount, PostConfig, PostSource, Produced, SourceError, SourceRequest,
+    UpstreamSource,
 };
+use crate::fastcgi::{Address, BackendConfig};
 use crate::upstream::UpstreamConfig;
 
 /// The provider types and the keys each takes (besides `type`).
@@ -27,6 +29,25 @@ const TYPES: &[(&str, &[&str])] = &[
         "command",
         &[
             "argv",
+            "cache",
+            "env",
+            "headers",
+            "timeout",
+            "max-size",
+            "max-body",
+            "max-concurrent",
+            "max-queue",
+        ],
+    ),
+    (
+        "fastcgi",
+        &[
+            "spawn",
+            "address",
+            "script",
+            "workers",
+            "max-requests",
+            "idle-timeout",
             "cache",
             "env",
             "headers",
@@ -71,6 +92,12 @@ fn keys_set(p: &ProviderFormat) -> Vec<&'static str> {
     note(p.max_queue.is_some(), "max-queue");
     note(p.max_hops.is_some(), "max-hops");
     note(p.url.is_some(), "url");
+    note(p.spawn.is_some(), "spawn");
+    note(p.address.is_some(), "address");
+    note(p.script.is_some(), "script");
+    note(p.workers.is_some(), "workers");
+    note(p.max_requests.is_some(), "max-requests");
+    note(p.idle_timeout.is_some(), "idle-timeout");
     keys
 }
 
@@ -201,6 +228,20 @@ pub(super) fn mount(
                 }
             }
         }
+        "fastcgi" => {
+            let (config, cache) = fastcgi_config(p, cache, here, &size, &duration)?;
+            let describe = format!("fastcgi {} {}", config.backend.name(), config.script);
+            match FastcgiSource::new(config, root) {
+                Ok(source) => (memoized(Arc::new(source), cache), false),
+                Err(reason) => {
+                    problems.push(here.err(&key("spawn"), reason.clone()));
+                    (
+                        Arc::new(Unavailable { describe, reason }) as Arc<dyn DynamicProvider>,
+                        false,
+                    )
+                }
+            }
+        }
         "upstream" => {
             let Some(url) = &p.url else {
                 return Err(here.err(
@@ -252,6 +293,128 @@ pub(super) fn mount(
         provider,
         client_document,
     }))
+}
+
+type SizeOf<'a> = dyn Fn(&str, &Option<String>) -> Result<Option<u64>, ConfigError> + 'a;
+type DurationOf<'a> = dyn Fn(&str, &Option<String>) -> Result<Option<Duration>, ConfigError> + 'a;
+
+/// A `fastcgi` provider's settings (and its cacheability), every value
+/// checked.
+fn fastcgi_config(
+    p: &ProviderFormat,
+    cache: Option<Cacheability>,
+    here: &Here<'_>,
+    size: &SizeOf<'_>,
+    duration: &DurationOf<'_>,
+) -> Result<(FastcgiConfig, Cacheability), ConfigError> {
+    let key = |k: &str| format!("provider.{k}");
+    let backend = match (&p.spawn, &p.address) {
+        (Some(_), Some(_)) => {
+            return Err(here.err(
+                &key("address"),
+                "a fastcgi provider has spawn (workers Axle starts) or address (a server already running), not both",
+            ));
+        }
+        (Some(argv), None) => {
+            if argv.is_empty() || argv[0].is_empty() {
+                return Err(here.err(
+                    &key("spawn"),
+                    "spawn is the program and its arguments, e.g. [\"php-cgi\"] (never run through a shell)",
+                ));
+            }
+            let mut backend = BackendConfig::spawn(argv.clone());
+            if let Some(n) = p.workers {
+                if n == 0 {
+                    return Err(here.err(&key("workers"), "at least one worker must be allowed"));
+                }
+                backend.workers = n;
+            }
+            if let Some(n) = p.max_requests {
+                backend.max_requests = n as u64;
+            }
+            if let Some(t) = duration("idle-timeout", &p.idle_timeout)? {
+                backend.idle_timeout = t;
+            }
+            if let Some(v) = &p.env {
+                backend.env = v.clone();
+            }
+            backend
+        }
+        (None, Some(address)) => {
+            for (set, k) in [
+                (p.workers.is_some(), "workers"),
+                (p.max_requests.is_some(), "max-requests"),
+                (p.idle_timeout.is_some(), "idle-timeout"),
+                (p.env.is_some(), "env"),
+            ] {
+                if set {
+                    return Err(here.err(
+                        &key(k),
+                        format!(
+                            "{k} is for workers Axle spawns; a server at an address runs its own"
+                        ),
+                    ));
+                }
+            }
+            let address = Address::parse(address).map_err(|e| here.err(&key("address"), e))?;
+            BackendConfig::remote(address)
+        }
+        (None, None) => {
+            return Err(here.err(
+                &key("spawn"),
+                "a fastcgi provider needs spawn (e.g. [\"php-cgi\"]) or address (\"127.0.0.1:9000\", \"unix:/path\")",
+            ));
+        }
+    };
+    let Some(script) = p.script.clone().filter(|s| !s.is_empty()) else {
+        return Err(here.err(
+            &key("script"),
+            "a fastcgi provider needs script: the file under the document root it runs (SCRIPT_FILENAME)",
+        ));
+    };
+    if script.split('/').any(|part| part == "..") {
+        return Err(here.err(
+            &key("script"),
+            "script is a path under the document root, without \"..\"",
+        ));
+    }
+    let mut config = FastcgiConfig::new(backend, script);
+    if let Some(v) = &p.headers {
+        if let Some(why) = v.iter().find_map(|h| command_header_problem(h)) {
+            return Err(here.err(&key("headers"), why));
+        }
+        config.headers = v.clone();
+    }
+    if let Some(t) = duration("timeout", &p.timeout)? {
+        config.timeout = t;
+    }
+    if let Some(max) = size("max-size", &p.max_size)? {
+        config.max_size = max;
+    }
+    if let Some(max) = size("max-body", &p.max_body)? {
+        config.max_body = max;
+    }
+    if let Some(n) = p.max_concurrent {
+        if n == 0 {
+            return Err(here.err(
+                &key("max-concurrent"),
+                "at least one request must be allowed",
+            ));
+        }
+        config.max_concurrent = n;
+    }
+    if let Some(n) = p.max_queue {
+        config.max_queue = n;
+    }
+    let cache = cache.unwrap_or(Cacheability::Uncacheable);
+    if cache == Cacheability::Validated {
+        return Err(here.err(
+            &key("cache"),
+            "a FastCGI answer has no validator here: cache is \"none\" or a duration",
+        ));
+    }
+    config.cache = cache;
+    Ok((config, cache))
 }
 
 /// Whether a this-server upstream `url` (a path template) falls under the

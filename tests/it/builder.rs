@@ -90,6 +90,7 @@ impl DynamicProvider for Articles {
             Ok(Produced {
                 bytes: doc.into(),
                 cacheable: true,
+                status: None,
             })
         })
     }

@@ -21,6 +21,7 @@ mod connection;
 mod crash;
 mod edits;
 mod error_pages;
+mod fastcgi;
 mod filters;
 mod freshness;
 mod http;

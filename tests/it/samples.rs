@@ -166,6 +166,7 @@ async fn the_dynamic_samples_work_as_their_pages_say() {
     assert_eq!(index.status, 200, "{}", index.text());
     for link in [
         "/live/table?n=7",
+        "/php/table?n=7",
         "/mirror/page.xml",
         "/dynamic/shout.xml",
         "/dynamic/posted.xml",
@@ -182,6 +183,13 @@ async fn the_dynamic_samples_work_as_their_pages_say() {
     assert!(live.text().contains("9 times table"), "{}", live.text());
     assert!(live.text().contains("10 × 9 = 90"), "{}", live.text());
     assert_eq!(server.get("/live/table?n=9").await.cache(), "partial 2/2");
+
+    // The FastCGI sample: php-cgi workers (CI installs php-cgi).
+    let php = server.get("/php/table?n=9").await;
+    assert_eq!(php.status, 200, "{}", php.text());
+    assert!(php.text().contains("9 times table"), "{}", php.text());
+    assert!(php.text().contains("10 × 9 = 90"), "{}", php.text());
+    assert_eq!(server.get("/php/table?n=9").await.cache(), "partial 2/2");
 
     // The curl line of /dynamic/: POST the sample document.
     let body = std::fs::read(samples().join("dynamic/posted.xml")).unwrap();
