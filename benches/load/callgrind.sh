@@ -7,12 +7,22 @@
 #   URL-PATH  default /articles/xml-pipelines.xml (the doc scenario's page)
 #   e.g.      bash benches/load/callgrind.sh /trivial/ --cache all
 #
-# It builds axle (release, honouring CARGO_TARGET_DIR), serves a copy of
+# It builds axle (release, honouring CARGO_TARGET_DIR; AXLE_BIN=PATH uses
+# that binary instead), serves a copy of
 # samples/ under valgrind on 127.0.0.1, warms up (the first request renders,
 # the next ones hit), turns instrumentation on for 5 s of wrk load (8
 # connections), and prints requests, instructions and their ratio. Needs
 # valgrind and wrk (apt-get install valgrind wrk). The server runs on CPU 0,
 # wrk on CPU 1 when there are two.
+#
+# DOCS=N spreads the load over N copies of URL-PATH's document (under
+# /cg/), each requested once first, then uniformly at random (bench.lua):
+# with a --cache-size too small for them and a --cache-dir, nearly every
+# request is a disk-tier hit; with the default budget, a memory hit. It
+# also prints the X-Axle-Cache values counted over the measured run.
+#   e.g.  DOCS=400 bash benches/load/callgrind.sh /articles/xml-pipelines.xml \
+#             --cache-size 64KiB --cache-dir /tmp/cg-disk
+#         DOCS=400 bash benches/load/callgrind.sh /articles/xml-pipelines.xml
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -26,11 +36,31 @@ for tool in valgrind callgrind_control wrk curl taskset; do
     command -v "$tool" >/dev/null || { echo "callgrind.sh: needs $tool" >&2; exit 1; }
 done
 
-(cd "$REPO" && cargo build --release --quiet)
-BIN="${CARGO_TARGET_DIR:-$REPO/target}/release/axle"
+if [[ -n ${AXLE_BIN:-} ]]; then
+    BIN=$AXLE_BIN # e.g. a copy of an earlier build, for a before/after pair
+else
+    (cd "$REPO" && cargo build --release --quiet)
+    BIN="${CARGO_TARGET_DIR:-$REPO/target}/release/axle"
+fi
 WORK=$(mktemp -d)
 trap 'kill -9 "${VG:-0}" 2>/dev/null || true; rm -rf "$WORK"' EXIT
 cp -r "$REPO/samples" "$WORK/site"
+DOCS=${DOCS:-0}
+[[ $DOCS =~ ^[0-9]+$ ]] || { echo "callgrind.sh: DOCS must be a count" >&2; exit 2; }
+WRK_ENV=()
+WRK_LUA=()
+if ((DOCS > 0)); then
+    [[ -f $WORK/site$URL ]] || { echo "callgrind.sh: DOCS needs URL-PATH to be a file of samples/" >&2; exit 2; }
+    FMT=/cg/%03d/%06d.xml
+    for ((i = 0; i < DOCS; i++)); do
+        # shellcheck disable=SC2059
+        f=$WORK/site$(printf "$FMT" $((i / 1000)) "$i")
+        mkdir -p "$(dirname "$f")"
+        cp "$WORK/site$URL" "$f"
+    done
+    WRK_ENV=(BENCH_RANDOM_N="$DOCS" BENCH_RANDOM_FMT="$FMT" BENCH_COUNT_CACHE=1)
+    WRK_LUA=(-s "$HERE/bench.lua")
+fi
 
 PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 CLIENT_CPU=1
@@ -45,13 +75,27 @@ done
 STATUS=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT$URL")
 [[ $STATUS == 200 ]] || { echo "callgrind.sh: GET $URL gave $STATUS" >&2; cat "$WORK/log" >&2; exit 1; }
 CACHE=$(curl -s -D - -o /dev/null "http://127.0.0.1:$PORT$URL" | tr -d '\r' | awk -F': ' 'tolower($1) == "x-axle-cache" {print $2}')
-taskset -c "$CLIENT_CPU" wrk -t1 -c8 -d2s "http://127.0.0.1:$PORT$URL" >/dev/null
+if ((DOCS > 0)); then
+    # Every copy requested once (rendered, and written to the tiers), then
+    # a moment for the disk tier's writer.
+    for ((i = 0; i < DOCS; i++)); do
+        # shellcheck disable=SC2059
+        printf 'url = "http://127.0.0.1:%s%s"\noutput = "/dev/null"\n' "$PORT" "$(printf "$FMT" $((i / 1000)) "$i")"
+    done >"$WORK/urls"
+    curl -s --parallel --parallel-max 4 --config "$WORK/urls" >/dev/null 2>&1
+    sleep 2
+    CACHE="DOCS=$DOCS copies, counted below"
+fi
+env "${WRK_ENV[@]}" taskset -c "$CLIENT_CPU" wrk -t1 -c8 -d2s "${WRK_LUA[@]}" "http://127.0.0.1:$PORT$URL" >/dev/null
 callgrind_control -i on "$VG" >/dev/null 2>&1
-N=$(taskset -c "$CLIENT_CPU" wrk -t1 -c8 -d5s "http://127.0.0.1:$PORT$URL" | awk '/requests in/ {print $1}')
+env "${WRK_ENV[@]}" taskset -c "$CLIENT_CPU" wrk -t1 -c8 -d5s "${WRK_LUA[@]}" "http://127.0.0.1:$PORT$URL" >"$WORK/wrk.out"
+N=$(awk '/requests in/ {print $1}' "$WORK/wrk.out")
+COUNTS=$(sed -n 's/^BENCHJSON .*"cache_counts":{\([^}]*\)}.*/\1/p' "$WORK/wrk.out")
 callgrind_control -i off "$VG" >/dev/null 2>&1
 callgrind_control -d "$VG" >/dev/null 2>&1
 sleep 1
 IR=$(cat "$WORK"/out* | awk '/^totals:/ {s += $2} END {print s}')
 echo "GET $URL (${ARGS[*]}; X-Axle-Cache: $CACHE): $N requests, $IR instructions, $((IR / N)) per request"
+[[ -z $COUNTS ]] || echo "X-Axle-Cache over the measured run: $COUNTS"
 # KEEP=DIR keeps the callgrind output there, for callgrind_annotate.
 [[ -z ${KEEP:-} ]] || { mkdir -p "$KEEP"; cp "$WORK"/out* "$KEEP"/; }

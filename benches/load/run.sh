@@ -30,7 +30,12 @@
 #                     (default PAIR_DURATION), FRONT_WARMUP the unrecorded
 #                     run before each (default PAIR_WARMUP)
 #   FRONT_GROUPS      dynamic-front groups (default "cmd-repeat cmd-change
-#                     up-repeat up-change": source, then output kind)
+#                     up-repeat up-change fcgi-repeat fcgi-change
+#                     php-oneshot": source, then output kind; php-oneshot:
+#                     live.php through FastCGI against one php-cgi process
+#                     per request, both --cache off)
+#   FRONT_FCGI_WORKERS  dynamic-front: the fastcgi source's php-cgi workers
+#                     (default 2)
 #   FRONT_STATIC      1 (default): the command's program is linked with
 #                     cc -static (falls back to dynamic, with a note); 0:
 #                     dynamically
@@ -84,7 +89,8 @@ FRONT_ROUNDS=${FRONT_ROUNDS:-$PAIR_ROUNDS}
 XSP_ROUNDS=${XSP_ROUNDS:-$PAIR_ROUNDS}
 FRONT_DURATION=${FRONT_DURATION:-$PAIR_DURATION}
 FRONT_WARMUP=${FRONT_WARMUP:-$PAIR_WARMUP}
-FRONT_GROUPS=${FRONT_GROUPS:-cmd-repeat cmd-change up-repeat up-change}
+FRONT_GROUPS=${FRONT_GROUPS:-cmd-repeat cmd-change up-repeat up-change fcgi-repeat fcgi-change php-oneshot}
+FRONT_FCGI_WORKERS=${FRONT_FCGI_WORKERS:-2}
 FRONT_STATIC=${FRONT_STATIC:-1}
 SHARED_ROUNDS=${SHARED_ROUNDS:-7}
 SHARED_DURATION=${SHARED_DURATION:-4s}
@@ -135,10 +141,12 @@ cd "$ROOT"
 for s in $SCENARIOS; do
     [[ " $ALL_SCENARIOS " == *" $s "* ]] || { echo "run.sh: unknown scenario '$s' (known: $ALL_SCENARIOS)" >&2; exit 2; }
 done
+FRONT_KNOWN="cmd-repeat cmd-change up-repeat up-change fcgi-repeat fcgi-change php-oneshot"
 for g in $FRONT_GROUPS; do
-    [[ " cmd-repeat cmd-change up-repeat up-change " == *" $g "* ]] ||
-        { echo "run.sh: unknown dynamic-front group '$g' (known: cmd-repeat cmd-change up-repeat up-change)" >&2; exit 2; }
+    [[ " $FRONT_KNOWN " == *" $g "* ]] ||
+        { echo "run.sh: unknown dynamic-front group '$g' (known: $FRONT_KNOWN)" >&2; exit 2; }
 done
+[[ $FRONT_FCGI_WORKERS =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: FRONT_FCGI_WORKERS must be a positive count (got '$FRONT_FCGI_WORKERS')" >&2; exit 2; }
 [[ $FRONT_STATIC == 0 || $FRONT_STATIC == 1 ]] || { echo "run.sh: FRONT_STATIC must be 0 or 1 (got '$FRONT_STATIC')" >&2; exit 2; }
 # Where the report goes (relative to the repository root): checked here, not
 # after an hour of measuring.
@@ -244,9 +252,12 @@ fi
 if [[ " $SCENARIOS " == *" shared-cache "* ]]; then
     command -v redis-server >/dev/null || NEED+=(redis-server)
 fi
-# dynamic-front compiles its command's program (gen/front.c)
+# dynamic-front compiles its command's program (gen/front.c) and runs
+# gen/live.php with php-cgi (FastCGI workers, and one process per request)
 if [[ " $SCENARIOS " == *" dynamic-front "* ]]; then
     command -v cc >/dev/null || NEED+=(gcc libc6-dev)
+    [[ " $FRONT_GROUPS " != *" fcgi-"* && " $FRONT_GROUPS " != *" php-"* ]] ||
+        command -v php-cgi >/dev/null || NEED+=(php-cgi)
 fi
 if ((${#NEED[@]})); then
     # policy-rc.d decides whether the packages' services start on install;
@@ -642,6 +653,7 @@ PAIRS=(
     "hello hello $HELLO_CONNECTIONS axle-incremental axle-all"
     "doc-hit doc $CONNECTIONS axle-incremental nginx-static"
     "doc-nocache doc $CONNECTIONS axle-off nginx-xslt"
+    "trivial-nocache trivial $CONNECTIONS axle-off nginx-xslt"
 )
 main_url() { # NAME (doc, trivial, hello): that page's URL on the main site
     case $1 in
@@ -995,13 +1007,23 @@ scenario_dynamic() {
 }
 
 # --- dynamic-front: the article chain behind a command and an upstream source -------------------
-# One site copy (samples/) whose axle.toml mounts two dynamic sources, both
+# One site copy (samples/) whose axle.toml mounts the dynamic sources, all
 # cache = "none":
-#   /cmd  a command: gen/front.c, compiled here into the site as bench/front
-#         (cc -O2 -static unless FRONT_STATIC=0), argv ["bench/front",
-#         "articles/xml-pipelines.xml"]
-#   /up   an upstream: nginx (peers/nginx/front.conf.in), pinned to the
-#         client CPU, serving the article; url http://127.0.0.1:PORT{path}
+#   /cmd    a command: gen/front.c, compiled here into the site as
+#           bench/front (cc -O2 -static unless FRONT_STATIC=0), argv
+#           ["bench/front", "articles/xml-pipelines.xml"]
+#   /up     an upstream: nginx (peers/nginx/front.conf.in), pinned to the
+#           client CPU, serving the article; url http://127.0.0.1:PORT{path}
+#   /fcgi   a fastcgi source: gen/live.php (copied to the site's root) run
+#           by FRONT_FCGI_WORKERS php-cgi workers Axle spawns (left out,
+#           with a note, when this axle has no fastcgi source)
+#   /phpcmd a command running the same live.php once per request with
+#           php-cgi (argv: env -u GATEWAY_INTERFACE -u SERVER_SOFTWARE -u
+#           REQUEST_METHOD php-cgi -q live.php: without those three
+#           variables php-cgi runs the script named on its command line
+#           and writes no CGI headers; with them it wants REDIRECT_STATUS
+#           and SCRIPT_FILENAME and writes headers, which a command's
+#           document cannot hold)
 # Under each, /repeat.xml is the sample article as it is (the same bytes on
 # every request: incremental reuses both stages, `partial 2/2`) and
 # /change.xml the article with a token in its title that differs on every
@@ -1009,11 +1031,16 @@ scenario_dynamic() {
 # `miss`). Three axle serve processes (off, all, incremental). Each group
 # (source, output kind) is measured in FRONT_ROUNDS rounds of the three
 # modes, FRONT_DURATION each after FRONT_WARMUP, the order rotated every
-# round; the targets take the median of the per-round ratios.
+# round; the targets take the median of the per-round ratios. The group
+# php-oneshot is measured on axle-off alone: FRONT_ROUNDS rounds of
+# /fcgi/repeat.xml and /phpcmd/repeat.xml (order alternating), for the
+# ratio FastCGI ÷ one process per request.
 FRONT_DOC=/articles/xml-pipelines.xml
+FRONT_REF=/articles/front-reference.xml # a copy of FRONT_DOC, for the reference page
+FRONT_SRCS="cmd up fcgi phpcmd" # the sources mounted (fcgi dropped when unsupported)
 front_changes() { # WHEN: two requests of each /SRC/change.xml differ, in every mode (globals P)
     local when=$1 src mode a b
-    for src in cmd up; do
+    for src in $FRONT_SRCS; do
         for mode in off all incremental; do
             a=$WORK/check/front-$src-$mode-$when-1 b=$WORK/check/front-$src-$mode-$when-2
             curl -sS -o "$a" "http://$HOST:${P[$mode]}/$src/change.xml" 2>>"$WORK/logs/curl.log" || true
@@ -1031,13 +1058,37 @@ front_changes() { # WHEN: two requests of each /SRC/change.xml differ, in every 
 }
 front_checks() { # WHEN (globals P)
     local when=$1 src
-    for src in cmd up; do
+    for src in $FRONT_SRCS; do
         check dynamic-front "$src-repeat" "/$src/repeat.xml" "$REF/front-repeat" "$when" \
             axle-off "${P[off]}" axle-all "${P[all]}" axle-incremental "${P[incremental]}"
         check dynamic-front "$src-change" "/$src/change.xml?token=check" "$REF/front-change" "$when" \
             axle-off "${P[off]}" axle-all "${P[all]}" axle-incremental "${P[incremental]}"
     done
     front_changes "$when"
+}
+# php-oneshot (globals P, S, FRONT_SRCS): live.php on axle-off through
+# FastCGI and through one php-cgi per request, in interleaved rounds.
+front_oneshot() {
+    local round t order url
+    local -A URL=([axle-off-fastcgi]=/fcgi/repeat.xml [axle-off-command]=/phpcmd/repeat.xml)
+    if [[ " $FRONT_SRCS " != *" fcgi "* ]]; then
+        warn "dynamic-front: php-oneshot measures the command alone (no /fcgi source)"
+        unset 'URL[axle-off-fastcgi]'
+    fi
+    if [[ -n ${BAD[dynamic-front/axle-off]:-} ]]; then
+        warn "dynamic-front: php-oneshot not run: axle-off failed its body check"
+        return 0
+    fi
+    for ((round = 1; round <= FRONT_ROUNDS; round++)); do
+        order="axle-off-fastcgi axle-off-command"
+        ((round % 2)) || order="axle-off-command axle-off-fastcgi"
+        for t in $order; do
+            url=${URL[$t]:-}
+            [[ -n $url ]] || continue
+            WARMUP=$FRONT_WARMUP DURATION=$FRONT_DURATION cell dynamic-front php-oneshot "$t" keep-alive "$CONNECTIONS" \
+                "${P[off]}" "${S[off]}" "$url" "round=$round" "source=${url%/repeat.xml}" "output=repeat"
+        done
+    done
 }
 scenario_dynamic_front() {
     local base=$WORK/front
@@ -1061,6 +1112,10 @@ scenario_dynamic_front() {
     perl -0pe 's{</title>}{ (<!--# if expr="\$arg_token" --><!--# echo var="arg_token" --><!--# else --><!--# echo var="request_id" --><!--# endif -->)</title>}' \
         "$docs/repeat.xml" >"$docs/change.xml"
     grep -q 'echo var="request_id"' "$docs/change.xml" || die "dynamic-front: samples$FRONT_DOC has no </title>"
+    # The PHP front, in the document root (its `script`), next to articles/;
+    # the article's page for the body checks, from a copy.
+    cp "$HERE/gen/live.php" "$site/live.php"
+    cp "samples$FRONT_DOC" "$site$FRONT_REF"
     local port
     port=$(free_port)
     sed -e "s#@PREFIX@#$ng#g" -e "s#@DOCS@#$docs#g" -e "s#@PORT@#$port#g" -e "s#@NOFILE@#$NOFILE#g" \
@@ -1071,15 +1126,32 @@ scenario_dynamic_front() {
     start_bg "$CLIENT_CPU" "$WORK/logs/front-nginx.log" nginx -p "$ng" -c "$ng/nginx.conf" -e "$ng/error.log"
     local backend=$STARTED_PID
     wait_http "$port" "nginx (dynamic-front backend)"
-    # Only the two sources (the samples' own locations are left out).
-    printf '%s\n' \
-        '# benches/load/run.sh, dynamic-front: the article chain behind two sources.' \
-        '[location."/cmd"]' \
-        'provider = { type = "command", argv = ["bench/front", "articles/xml-pipelines.xml"], cache = "none" }' \
-        '' \
-        '[location."/up"]' \
-        "provider = { type = \"upstream\", url = \"http://$HOST:$port{path}\", cache = \"none\" }" \
-        >"$site/axle.toml"
+    # Only the dynamic sources (the samples' own locations are left out).
+    local fcgi_toml=(
+        '' '[location."/fcgi"]'
+        "provider = { type = \"fastcgi\", spawn = [\"php-cgi\"], script = \"live.php\", workers = $FRONT_FCGI_WORKERS, cache = \"none\" }"
+    )
+    front_toml() { # [FASTCGI-LINES...]
+        printf '%s\n' \
+            '# benches/load/run.sh, dynamic-front: the article chain behind dynamic sources.' \
+            '[location."/cmd"]' \
+            'provider = { type = "command", argv = ["bench/front", "articles/xml-pipelines.xml"], cache = "none" }' \
+            '' \
+            '[location."/up"]' \
+            "provider = { type = \"upstream\", url = \"http://$HOST:$port{path}\", cache = \"none\" }" \
+            '' \
+            '[location."/phpcmd"]' \
+            'provider = { type = "command", argv = ["env", "-u", "GATEWAY_INTERFACE", "-u", "SERVER_SOFTWARE", "-u", "REQUEST_METHOD", "php-cgi", "-q", "live.php"], cache = "none" }' \
+            "$@" >"$site/axle.toml"
+    }
+    FRONT_SRCS="cmd up fcgi phpcmd"
+    front_toml "${fcgi_toml[@]}"
+    if ! "$BIN" check --config "$site/axle.toml" >"$WORK/logs/front-check-fcgi.log" 2>&1; then
+        warn "dynamic-front: this axle rejects the fastcgi source (see $WORK/logs/front-check-fcgi.log); the fcgi groups are not run"
+        add type=note "text=dynamic-front: the FastCGI groups were not run: this axle rejects a fastcgi source ($(grep -m1 . "$WORK/logs/front-check-fcgi.log" | cut -c1-200))"
+        FRONT_SRCS="cmd up phpcmd"
+        front_toml
+    fi
     "$BIN" check --config "$site/axle.toml" >&2
     local -A P S
     for mode in off all incremental; do
@@ -1090,20 +1162,30 @@ scenario_dynamic_front() {
     # References: the article's page as a file (what /SRC/repeat.xml must
     # give), and the change page with a fixed token, which must show in it
     # (it reaches the last stage's output).
-    [[ $(curl -sS -o "$REF/front-repeat" -w '%{http_code}' "http://$HOST:${P[off]}$FRONT_DOC") == 200 ]] ||
-        die "axle (off) does not serve $FRONT_DOC"
+    # (The article itself is a program file of /cmd, named in its argv,
+    # which Axle does not serve: its page comes from a copy.)
+    [[ $(curl -sS -o "$REF/front-repeat" -w '%{http_code}' "http://$HOST:${P[off]}$FRONT_REF") == 200 ]] ||
+        die "axle (off) does not serve $FRONT_REF"
     [[ $(curl -sS -o "$REF/front-change" -w '%{http_code}' "http://$HOST:${P[off]}/cmd/change.xml?token=check") == 200 ]] ||
         die "dynamic-front: axle (off) does not serve /cmd/change.xml (see $WORK/logs/axle-front-off.log)"
     grep -q 'publishing pipelines (check)' "$REF/front-change" ||
         die "dynamic-front: the token does not reach the page of /cmd/change.xml"
     front_checks before
-    add type=note "text=dynamic-front: the sample article's chain (article.xsl → layout.xsl) behind a command source (/cmd: gen/front.c linked $linked, run per request as bench/front articles/xml-pipelines.xml) and an upstream source (/up: nginx on CPU $CLIENT_CPU with wrk, fetched on a new connection per request), both cache = \"none\". /SRC/repeat.xml is the article as it is on every request (its page is the file's page), /SRC/change.xml the article with a new token in its title on every request (nginx SSI \$request_id; front: the time in ns and its PID). Each group: $FRONT_ROUNDS rounds of off, all and incremental, $FRONT_DURATION each after $FRONT_WARMUP, the order rotated every round, c = $CONNECTIONS. The server CPU includes the programs Axle ran; nginx's CPU is in backend_cpu_pct (JSON), not in the other load of the client CPU"
+    add type=note "text=dynamic-front: the sample article's chain (article.xsl → layout.xsl) behind a command source (/cmd: gen/front.c linked $linked, run per request as bench/front articles/xml-pipelines.xml) and an upstream source (/up: nginx on CPU $CLIENT_CPU with wrk, fetched on a new connection per request), both cache = \"none\". /SRC/repeat.xml is the article as it is on every request (its page is the file's page), /SRC/change.xml the article with a new token in its title on every request (nginx SSI \$request_id; front: the time in ns and its PID). Each group: $FRONT_ROUNDS rounds of off, all and incremental, $FRONT_DURATION each after $FRONT_WARMUP, the order rotated every round, c = $CONNECTIONS. The server CPU includes the programs Axle ran; nginx's CPU is in backend_cpu_pct (JSON), not in the other load of the client CPU. /fcgi: live.php (gen/live.php: the same bytes as front) through a fastcgi source, $FRONT_FCGI_WORKERS php-cgi workers spawned by Axle (pinned with it); /phpcmd: the same script run by php-cgi once per request through a command source (env -u GATEWAY_INTERFACE -u SERVER_SOFTWARE -u REQUEST_METHOD php-cgi -q live.php); php-oneshot: $FRONT_ROUNDS rounds of axle-off on /fcgi/repeat.xml and /phpcmd/repeat.xml, the order alternating"
     local g src kind url round i m
     local modes=(off all incremental)
     CELL_ENV=(BENCH_COUNT_CACHE=1)
     for g in $FRONT_GROUPS; do
         src=${g%-*} kind=${g#*-}
         url=/$src/$kind.xml
+        if [[ $g == php-oneshot ]]; then
+            front_oneshot
+            continue
+        fi
+        if [[ " $FRONT_SRCS " != *" $src "* ]]; then
+            warn "dynamic-front: $g not run (no /$src source)"
+            continue
+        fi
         CELL_BACKEND_PID=""
         [[ $src == up ]] && CELL_BACKEND_PID=$backend
         for ((round = 1; round <= FRONT_ROUNDS; round++)); do
@@ -1117,6 +1199,7 @@ scenario_dynamic_front() {
     CELL_BACKEND_PID=""
     CELL_ENV=()
     front_checks after
+    unset -f front_toml
     for mode in off all incremental; do stop_pid "${S[$mode]}"; done
     stop_pid "$backend"
 }

@@ -4,7 +4,8 @@
 //! order on a memory miss, a hit there promoted up, a computed response
 //! written down to every tier. A hit is checked against the entry's
 //! recorded dependencies first; what a lower tier answers is also checked
-//! against its own hash, so no tier can serve a corrupt body.
+//! against its own hash (by the tier itself when it says it does:
+//! `Cache::checks_bodies`), so no tier can serve a corrupt body.
 //!
 //! In incremental mode it also keeps *traces* (a build system's
 //! constructive traces): the key of a chain's last stage (its closure and
@@ -313,8 +314,15 @@ impl Store {
             let counters = self.counters.lower.get(i);
             // Checked in every freshness mode: loading is when a trusting
             // server learns about files that changed while it was down.
-            if !entry.is_intact() || !self.deps_hold(&entry) {
-                if !entry.is_intact() {
+            // The body is hashed once per load: here, or by a tier that
+            // checks it itself (the disk tier, on the read).
+            let intact = if tier.checks_bodies() {
+                !entry.elided
+            } else {
+                entry.is_intact()
+            };
+            if !intact || !self.deps_hold(&entry) {
+                if !intact {
                     tracing::warn!(tier = tier.name(), key = ?key, "a cache entry failed its hash check; dropped");
                 }
                 if let Some((_, rejected)) = counters {

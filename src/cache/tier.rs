@@ -6,8 +6,9 @@
 //!
 //! The contract every tier gets from the store (`Store`), whatever it
 //! does: what a tier answers is checked before it is used (the bytes
-//! against the entry's hash, every recorded dependency against the files
-//! as they are now), so a tier that returns a corrupt, truncated or stale
+//! against the entry's hash, unless the tier says it checked them itself,
+//! `Cache::checks_bodies`; every recorded dependency against the files as
+//! they are now), so a tier that returns a corrupt, truncated or stale
 //! value costs a recomputation, never a wrong page. A tier never fails a
 //! request: `put` is best effort and runs after the response has gone;
 //! a tier that cannot store (a read-only or full directory, a server
@@ -85,12 +86,21 @@ pub trait Cache: Send + Sync + 'static {
 
     /// The entry stored under `key`, if this tier has one. The tier may
     /// verify its own storage; the store checks the bytes against the
-    /// entry's hash and its dependencies against the files in any case.
+    /// entry's hash (unless [`Cache::checks_bodies`]) and its dependencies
+    /// against the files in any case.
     fn get<'a>(&'a self, key: &'a Key) -> BoxFuture<'a, Option<Arc<Entry>>>;
 
     /// Stores `entry` (a final output, never elided) under `key`. Best
     /// effort: a tier that cannot store it logs why and drops it.
     fn put(&self, key: Key, entry: Arc<Entry>) -> BoxFuture<'_, ()>;
+
+    /// Whether every entry [`Cache::get`] returns has had its bytes checked
+    /// against its hash by the tier itself (as the disk and shared tiers'
+    /// decoding does): the store then does not hash the body a second
+    /// time. The default, false, has the store check it.
+    fn checks_bodies(&self) -> bool {
+        false
+    }
 
     /// Forgets the entry under `key` (the store found it corrupt or stale).
     fn remove<'a>(&'a self, key: &'a Key) -> BoxFuture<'a, ()>;

@@ -206,10 +206,10 @@ pub async fn wait_stats(
     }
 }
 
-/// Every cache file under `DIR/v1/<2 hex>/`.
+/// Every cache file under `DIR/v2/<2 hex>/`.
 pub fn cache_files(dir: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
-    let Ok(subs) = std::fs::read_dir(dir.join("v1")) else {
+    let Ok(subs) = std::fs::read_dir(dir.join("v2")) else {
         return files;
     };
     for sub in subs.flatten() {

@@ -12,13 +12,22 @@
 //!              path   bytes (raw OsStr bytes)
 //!              hash   32 bytes
 //!              via    option<bytes>
-//! body       u64 LE length, then the body
+//! body len   u64 LE
 //! checksum   blake3 of everything above          32
+//! body       body len bytes, to the end
 //!
 //! bytes          = u32 LE length, then that many bytes
 //! option<bytes>  = u8 0 (absent) | u8 1, then bytes
 //! string         = bytes holding UTF-8
 //! ```
+//!
+//! One pass over the body, not two: the checksum seals the header (small),
+//! and the body is checked against the content hash the header holds,
+//! which is also its ETag. So a read hashes the body once, and what it
+//! checked is exactly what the store would check (a tier that decodes
+//! with [`decode`] says so through `Cache::checks_bodies`, and the store
+//! does not hash it again). Version 1 sealed the whole file with the
+//! checksum and then hashed the body again.
 //!
 //! Every length is checked against the bytes that are left before anything
 //! is sliced or allocated, so a corrupt or hostile file costs at most its
@@ -38,13 +47,17 @@ use crate::cache::{ContentHash, Dep, Entry, Key};
 /// The first bytes of every cache file.
 pub(in crate::cache) const MAGIC: &[u8; 10] = b"AXLE\x00CACHE";
 
-/// The format version, also in the directory name (`v1`): a change to the
+/// The format version, also in the directory name (`v2`): a change to the
 /// layout bumps both, and files of another version are rejected (and
 /// deleted) when met.
-pub(in crate::cache) const VERSION: u32 = 1;
+pub(in crate::cache) const VERSION: u32 = 2;
 
 /// The directory files of this version live in.
-pub(super) const VERSION_DIR: &str = "v1";
+pub(super) const VERSION_DIR: &str = "v2";
+
+/// The directories of earlier versions (deleted by the disk tier's scan:
+/// nothing reads them any more).
+pub(super) const OLD_VERSION_DIRS: &[&str] = &["v1"];
 
 /// Bytes of the trailing checksum.
 const CHECKSUM: usize = 32;
@@ -68,7 +81,7 @@ pub(in crate::cache) enum FormatError {
     /// A valid file stored under another key's name (copied or moved).
     #[error("foreign file: the key inside is not the file's name")]
     Foreign,
-    /// The trailing checksum does not match.
+    /// The header's checksum does not match.
     #[error("checksum mismatch")]
     Checksum,
     /// The body does not hash to the recorded content hash.
@@ -117,9 +130,9 @@ pub(in crate::cache) fn encode(key: &Key, entry: &Entry) -> Vec<u8> {
         );
     }
     out.extend_from_slice(&(entry.bytes.len() as u64).to_le_bytes());
-    out.extend_from_slice(&entry.bytes);
     let sum = blake3::hash(&out);
     out.extend_from_slice(sum.as_bytes());
+    out.extend_from_slice(&entry.bytes);
     out
 }
 
@@ -146,28 +159,18 @@ fn put_opt(out: &mut Vec<u8>, bytes: Option<&[u8]>) {
 }
 
 /// Decodes a whole file stored under `key`, checking everything: magic,
-/// version, key, checksum, lengths, and the body against its hash.
+/// version, key, the header's checksum, lengths, and the body against its
+/// content hash (the one pass over the body).
 pub(in crate::cache) fn decode(key: &Key, file: Bytes) -> Result<Entry, FormatError> {
-    if file.len() < CHECKSUM {
-        // Still say "not a cache file" for short garbage with a wrong start.
-        check_start(key, &file)?;
-        return Err(FormatError::Truncated);
+    let (fields, body_len, start) = decode_sealed(key, &file)?;
+    if body_len != (file.len() - start) as u64 {
+        return Err(if body_len > (file.len() - start) as u64 {
+            FormatError::Truncated
+        } else {
+            FormatError::Malformed("body length")
+        });
     }
-    let (content, sum) = file.split_at(file.len() - CHECKSUM);
-    // The start first, so a file of another version or key says so rather
-    // than "checksum".
-    check_start(key, content)?;
-    if blake3::hash(content).as_bytes() != sum {
-        return Err(FormatError::Checksum);
-    }
-    let mut r = Reader::new(content);
-    let fields = read_fields(key, &mut r)?;
-    let body_len = usize::try_from(r.u64()?).map_err(|_| FormatError::Malformed("body length"))?;
-    if body_len != r.left() {
-        return Err(FormatError::Malformed("body length"));
-    }
-    let start = r.pos;
-    let bytes = file.slice(start..start + body_len);
+    let bytes = file.slice(start..);
     if ContentHash::of(&bytes) != fields.hash {
         return Err(FormatError::BodyHash);
     }
@@ -182,23 +185,36 @@ pub(in crate::cache) fn decode(key: &Key, file: Bytes) -> Result<Entry, FormatEr
     })
 }
 
+/// Decodes and checks the header at the start of `bytes` (the magic,
+/// version and key first, so a file of another version or key says so
+/// rather than "checksum"; then the fields, the body length and the
+/// checksum over them): the fields, the body length, and where the body
+/// starts. `Truncated` when `bytes` ends inside the header.
+fn decode_sealed(key: &Key, bytes: &[u8]) -> Result<(Fields, u64, usize), FormatError> {
+    check_start(key, bytes)?;
+    let mut r = Reader::new(bytes);
+    let fields = read_fields(key, &mut r)?;
+    let body_len = r.u64()?;
+    let sealed = r.pos;
+    let sum = r.take(CHECKSUM)?;
+    if blake3::hash(&bytes[..sealed]).as_bytes() != sum {
+        return Err(FormatError::Checksum);
+    }
+    Ok((fields, body_len, r.pos))
+}
+
 /// Decodes the header of a file of `file_len` bytes stored under `key`
-/// from its first bytes `prefix`: everything but the body and the
-/// checksum, which are only checked to have the size the header says.
-/// `Truncated` when `prefix` is shorter than the file and ends inside the
-/// header: the caller reads more and tries again.
+/// from its first bytes `prefix`: everything but the body, which is only
+/// checked to have the size the header says. `Truncated` when `prefix` is
+/// shorter than the file and ends inside the header: the caller reads more
+/// and tries again.
 pub(super) fn decode_header(
     key: &Key,
     prefix: &[u8],
     file_len: u64,
 ) -> Result<Header, FormatError> {
-    check_start(key, prefix)?;
-    let mut r = Reader::new(prefix);
-    let fields = read_fields(key, &mut r)?;
-    let body_len = r.u64()?;
-    let expected = (r.pos as u64)
-        .checked_add(body_len)
-        .and_then(|n| n.checked_add(CHECKSUM as u64));
+    let (fields, body_len, start) = decode_sealed(key, prefix)?;
+    let expected = (start as u64).checked_add(body_len);
     if expected != Some(file_len) {
         return Err(if expected.is_some_and(|n| n > file_len) {
             FormatError::Truncated
@@ -412,7 +428,13 @@ pub(super) mod tests {
             decode_header(&key(), &file[..40], len),
             Err(FormatError::Truncated)
         );
-        assert!(decode_header(&key(), &file[..file.len() - 40], len).is_ok());
+        // Into the checksum: more is needed; into the body: enough.
+        let body = sample().bytes.len();
+        assert_eq!(
+            decode_header(&key(), &file[..file.len() - body - 1], len),
+            Err(FormatError::Truncated)
+        );
+        assert!(decode_header(&key(), &file[..file.len() - body + 1], len).is_ok());
     }
 
     #[test]
@@ -424,18 +446,47 @@ pub(super) mod tests {
             decode(&other, Bytes::from(file.clone())).unwrap_err(),
             FormatError::Foreign
         );
-        let mut v2 = file.clone();
-        v2[10..14].copy_from_slice(&2u32.to_le_bytes());
+        for version in [VERSION - 1, VERSION + 1] {
+            let mut other = file.clone();
+            other[10..14].copy_from_slice(&version.to_le_bytes());
+            assert_eq!(
+                decode(&key(), Bytes::from(other)).unwrap_err(),
+                FormatError::Version(version)
+            );
+        }
+        // A flipped byte in the header (its last, in the checksum), then
+        // in the body.
+        let mut header = file.clone();
+        let at = header.len() - e.bytes.len() - 1;
+        header[at] ^= 1;
         assert_eq!(
-            decode(&key(), Bytes::from(v2)).unwrap_err(),
-            FormatError::Version(2)
+            decode(&key(), Bytes::from(header)).unwrap_err(),
+            FormatError::Checksum
+        );
+        let mut header = file.clone();
+        header[100] ^= 1; // inside the content type
+        assert_eq!(
+            decode(&key(), Bytes::from(header)).unwrap_err(),
+            FormatError::Checksum
         );
         let mut body = file.clone();
-        let at = body.len() - 40;
+        let at = body.len() - 1;
         body[at] ^= 1;
         assert_eq!(
             decode(&key(), Bytes::from(body)).unwrap_err(),
-            FormatError::Checksum
+            FormatError::BodyHash
+        );
+        // A body cut short or grown, under an intact header.
+        let short = &file[..file.len() - 1];
+        assert_eq!(
+            decode(&key(), Bytes::copy_from_slice(short)).unwrap_err(),
+            FormatError::Truncated
+        );
+        let mut long = file.clone();
+        long.push(b'x');
+        assert_eq!(
+            decode(&key(), Bytes::from(long)).unwrap_err(),
+            FormatError::Malformed("body length")
         );
         assert_eq!(
             decode(&key(), Bytes::new()).unwrap_err(),
@@ -455,12 +506,14 @@ pub(super) mod tests {
         );
     }
 
-    /// Re-seals `content` with a valid checksum, so the parser behind it
-    /// is exercised rather than the checksum alone.
-    fn sealed(mut content: Vec<u8>) -> Vec<u8> {
-        let sum = blake3::hash(&content);
-        content.extend_from_slice(sum.as_bytes());
-        content
+    /// Seals `header` (ending in a body length) with a valid checksum and
+    /// appends `body`, so the parser behind the checksum is exercised
+    /// rather than the checksum alone.
+    fn sealed(mut header: Vec<u8>, body: &[u8]) -> Vec<u8> {
+        let sum = blake3::hash(&header);
+        header.extend_from_slice(sum.as_bytes());
+        header.extend_from_slice(body);
+        header
     }
 
     proptest! {
@@ -476,18 +529,21 @@ pub(super) mod tests {
         #[test]
         fn sealed_arbitrary_fields_decode_only_when_canonical(
             tail in proptest::collection::vec(any::<u8>(), 0..512),
+            body in proptest::collection::vec(any::<u8>(), 0..16),
             hash_body in any::<bool>(),
         ) {
-            // A valid start, arbitrary fields, a valid checksum.
+            // A valid start, arbitrary fields, the body's length, a valid
+            // checksum, the body.
             let mut content = Vec::new();
             content.extend_from_slice(MAGIC);
             content.extend_from_slice(&VERSION.to_le_bytes());
             content.extend_from_slice(key().as_bytes());
             if hash_body {
-                content.extend_from_slice(ContentHash::of(b"").as_bytes());
+                content.extend_from_slice(ContentHash::of(&body).as_bytes());
             }
             content.extend_from_slice(&tail);
-            let file = sealed(content);
+            content.extend_from_slice(&(body.len() as u64).to_le_bytes());
+            let file = sealed(content, &body);
             let len = file.len() as u64;
             let _ = decode_header(&key(), &file, len);
             if let Ok(e) = decode(&key(), Bytes::from(file.clone())) {

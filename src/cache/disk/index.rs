@@ -41,9 +41,9 @@ impl Index {
         self.bytes
     }
 
-    /// Is there a record for `key`?
-    pub fn contains(&self, key: &Key) -> bool {
-        self.map.contains_key(key)
+    /// The size of `key`'s file, if there is a record for it.
+    pub fn size(&self, key: &Key) -> Option<u64> {
+        self.map.get(key).map(|s| s.size)
     }
 
     /// Records (or replaces) `key`'s file.

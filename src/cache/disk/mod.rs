@@ -3,17 +3,21 @@
 //! cache, and a cache larger than memory can still answer without
 //! recomputing.
 //!
-//! Layout: `DIR/v1/<first 2 hex of key>/<64 hex key>`, one self-checking
-//! file per entry (see `format`); temp files in `DIR/v1/tmp/`. A file is
+//! Layout: `DIR/v2/<first 2 hex of key>/<64 hex key>`, one self-checking
+//! file per entry (see `format`); temp files in `DIR/v2/tmp/`. (What
+//! version 1 left in `DIR/v1` is deleted by the scan at open.) A file is
 //! written in full under a temp name, its data `fsync`ed, then renamed into
 //! place, so a reader never sees a partial file under a final name. Every
-//! read checks everything (magic, version, key, checksum, lengths, the body
-//! against its hash); a file that fails any check is deleted and counted
+//! read checks everything (magic, version, key, the header's checksum,
+//! lengths, the body against its hash: one pass over the body); a file that fails any check is deleted and counted
 //! as rejected, and the read is a miss: a damaged disk costs a
 //! recomputation, never a wrong page.
 //!
-//! Nothing here fails the server or blocks a request: reads run on tokio's
-//! blocking pool, writes go to one background writer thread through a
+//! Nothing here fails the server or blocks a request for long: reads of
+//! files the index knows to be small (`INLINE_READ`) are done on the
+//! calling thread (a page-cached read of a few KiB costs less than the
+//! hand-off to tokio's blocking pool and back), others run on the
+//! blocking pool; writes go to one background writer thread through a
 //! bounded queue, and a directory that cannot be written (read-only, full,
 //! missing permissions) degrades the tier to reads only, with one log line
 //! per change of state.
@@ -32,7 +36,7 @@ use std::time::{Duration, Instant, SystemTime};
 use bytes::Bytes;
 
 use super::{BoxFuture, Cache, Entry, Key, TierStats};
-use format::{FormatError, VERSION_DIR};
+use format::{FormatError, OLD_VERSION_DIRS, VERSION_DIR};
 use index::{Index, Slot};
 
 /// Writes waiting for the writer thread at most; more are dropped.
@@ -45,6 +49,11 @@ const RETRY: Duration = Duration::from_secs(30);
 /// given to the files found at open, in the order of their modification
 /// times, so after a restart the oldest-written files are evicted first.
 const FIRST_TICK: u64 = 1 << 32;
+
+/// Files up to this size (as the index records it) are read on the
+/// calling thread; larger ones, and files the index does not know yet, on
+/// tokio's blocking pool.
+const INLINE_READ: u64 = 64 * 1024;
 
 /// The first bytes of a file read to find its header (more are read when
 /// the header is longer: many dependencies).
@@ -71,7 +80,7 @@ pub struct DiskTier {
 struct Shared {
     /// The directory given to `open`.
     dir: PathBuf,
-    /// `dir/v1`.
+    /// `dir/v2`.
     root: PathBuf,
     capacity: u64,
     index: Mutex<Index>,
@@ -81,6 +90,15 @@ struct Shared {
     write_errors: AtomicU64,
     dropped: AtomicU64,
     writable: AtomicBool,
+}
+
+/// What [`Shared::read`] found.
+enum Outcome {
+    /// The entry, or None (no file, or one that failed a check and was
+    /// dropped).
+    Done(Option<Arc<Entry>>),
+    /// The file is larger than the caller reads on its own thread.
+    Larger,
 }
 
 /// Work for the writer thread, done in order.
@@ -211,19 +229,38 @@ impl Cache for DiskTier {
         "disk"
     }
 
+    /// Every read decodes with `format::decode`, which checks the body
+    /// against its hash.
+    fn checks_bodies(&self) -> bool {
+        true
+    }
+
     fn get<'a>(&'a self, key: &'a Key) -> BoxFuture<'a, Option<Arc<Entry>>> {
         Box::pin(async move {
             // Once the index is complete, a key it lacks has no file: a
-            // miss costs no trip to the blocking pool.
-            {
+            // miss costs no trip to the blocking pool. A small file is
+            // read here: the trip would cost more than the read.
+            let size = {
                 let index = self.shared.lock();
-                if index.scanned && !index.contains(key) {
+                let size = index.size(key);
+                if index.scanned && size.is_none() {
                     return None;
+                }
+                size
+            };
+            if size.is_some_and(|n| n <= INLINE_READ) {
+                match self.shared.read(key, INLINE_READ) {
+                    Outcome::Done(entry) => return entry,
+                    // Replaced by a larger file since it was indexed.
+                    Outcome::Larger => {}
                 }
             }
             let shared = Arc::clone(&self.shared);
             let key = *key;
-            off_thread(move || shared.read(&key)).await.flatten()
+            match off_thread(move || shared.read(&key, u64::MAX)).await {
+                Some(Outcome::Done(entry)) => entry,
+                Some(Outcome::Larger) | None => None,
+            }
         })
     }
 
@@ -319,8 +356,9 @@ impl Shared {
         self.clock.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// Reads and checks `key`'s file (blocking).
-    fn read(&self, key: &Key) -> Option<Arc<Entry>> {
+    /// Reads and checks `key`'s file (blocking), unless it is larger than
+    /// `most` bytes.
+    fn read(&self, key: &Key, most: u64) -> Outcome {
         let path = self.path(key);
         let file = match File::open(&path) {
             Ok(f) => f,
@@ -332,18 +370,19 @@ impl Shared {
                 if !path.exists() {
                     index.remove(key);
                 }
-                return None;
+                return Outcome::Done(None);
             }
             Err(e) => {
                 self.reject(key, &path, &e);
-                return None;
+                return Outcome::Done(None);
             }
         };
-        let bytes = match self.read_whole(file) {
-            Ok(b) => b,
+        let bytes = match self.read_whole(file, most) {
+            Ok(Some(b)) => b,
+            Ok(None) => return Outcome::Larger,
             Err(e) => {
                 self.reject(key, &path, &e);
-                return None;
+                return Outcome::Done(None);
             }
         };
         let size = bytes.len() as u64;
@@ -362,22 +401,25 @@ impl Shared {
                         },
                     );
                 }
-                Some(Arc::new(entry))
+                Outcome::Done(Some(Arc::new(entry)))
             }
             Err(e) => {
                 self.reject(key, &path, &e);
-                None
+                Outcome::Done(None)
             }
         }
     }
 
     /// A file's bytes, refusing one larger than the capacity (it could
     /// not have been stored, and a hostile one must not be read into
-    /// memory).
-    fn read_whole(&self, file: File) -> io::Result<Vec<u8>> {
+    /// memory); None when it is larger than `most` bytes.
+    fn read_whole(&self, file: File, most: u64) -> io::Result<Option<Vec<u8>>> {
         let len = file.metadata()?.len();
         if self.capacity > 0 && len > self.capacity {
             return Err(io::Error::other(format!("{len} bytes, over the capacity")));
+        }
+        if len > most {
+            return Ok(None);
         }
         let len = usize::try_from(len).map_err(io::Error::other)?;
         let mut bytes = Vec::with_capacity(len);
@@ -385,7 +427,7 @@ impl Shared {
         if bytes.len() != len {
             return Err(io::Error::other("file shrank while read"));
         }
-        Ok(bytes)
+        Ok(Some(bytes))
     }
 
     /// Drops an unusable file: deleted, forgotten, counted.
@@ -478,6 +520,41 @@ pub(super) fn parse_key(name: &str) -> Option<Key> {
     Some(Key::from_bytes(out))
 }
 
+/// Deletes what an earlier format version left in `old` (`DIR/v1`): the
+/// files named by keys in its two-hex-digit directories and in `tmp`, then
+/// those directories and `old` itself if that left them empty (anything
+/// else there is not ours, and stays). Returns how many files.
+fn remove_old_version(old: &Path) -> u64 {
+    let Ok(dirs) = fs::read_dir(old) else {
+        return 0;
+    };
+    let mut n = 0;
+    for dir in dirs.flatten() {
+        let Ok(name) = dir.file_name().into_string() else {
+            continue;
+        };
+        let ours = name == "tmp" || (name.len() == 2 && name.bytes().all(is_lower_hex));
+        if !ours || !dir.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        for file in fs::read_dir(dir.path()).into_iter().flatten().flatten() {
+            let key_named = file
+                .file_name()
+                .to_str()
+                .is_some_and(|f| f.starts_with(&name) && parse_key(f).is_some());
+            if (name == "tmp" || key_named)
+                && file.file_type().is_ok_and(|t| t.is_file())
+                && fs::remove_file(file.path()).is_ok()
+            {
+                n += 1;
+            }
+        }
+        let _ = fs::remove_dir(dir.path());
+    }
+    let _ = fs::remove_dir(old);
+    n
+}
+
 /// Why a file met by the scan is not indexed.
 #[derive(Debug, thiserror::Error)]
 enum ScanError {
@@ -501,7 +578,7 @@ struct Found {
 }
 
 /// Reads and checks the header of the file at `path`, in key directory
-/// `dir` (the body and checksum are left to reads).
+/// `dir` (its checksum too; the body is left to reads).
 fn scan_file(path: &Path, dir: &str) -> Result<Found, ScanError> {
     let key = path
         .file_name()
@@ -560,9 +637,18 @@ impl Writer {
         }
     }
 
-    /// Builds the index from the files' headers, deleting those that fail.
+    /// Builds the index from the files' headers, deleting those that fail
+    /// (and the directories of earlier format versions).
     fn scan(&mut self) {
         let s = &self.shared;
+        if let Some(dir) = s.root.parent() {
+            for old in OLD_VERSION_DIRS {
+                let n = remove_old_version(&dir.join(old));
+                if n > 0 {
+                    tracing::info!(dir = %dir.join(old).display(), files = n, "disk cache: deleted the files of an earlier format version");
+                }
+            }
+        }
         let mut found = Vec::new();
         for (path, dir) in s.files() {
             match scan_file(&path, &dir) {

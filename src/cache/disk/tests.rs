@@ -69,7 +69,7 @@ fn every_field_round_trips_and_survives_a_restart() {
         + fs::metadata(tier.shared.path(&key(2))).unwrap().len();
     assert_eq!(stats.bytes, on_disk);
     let name = key(1).hex();
-    assert!(dir.path().join("v1").join(&name[..2]).join(&name).is_file());
+    assert!(dir.path().join("v2").join(&name[..2]).join(&name).is_file());
     drop(tier);
 
     // A restart: the scan finds both, and reads find them.
@@ -84,21 +84,61 @@ fn every_field_round_trips_and_survives_a_restart() {
 }
 
 #[test]
-fn reads_go_to_the_blocking_pool_under_a_runtime() {
+fn reads_under_a_runtime_small_inline_large_on_the_blocking_pool() {
     let dir = tempfile::tempdir().unwrap();
     let tier = DiskTier::open(dir.path(), 1 << 20);
-    let e = entry(b"body", Some("/a"));
+    let small = entry(b"body", Some("/a"));
+    let large = entry(&vec![b'x'; INLINE_READ as usize + 1], Some("/b"));
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();
     runtime.block_on(async {
-        tier.put(key(1), Arc::clone(&e)).await;
+        tier.put(key(1), Arc::clone(&small)).await;
+        tier.put(key(2), Arc::clone(&large)).await;
         tier.flush();
-        assert!(same(&e, &tier.get(&key(1)).await.unwrap()));
+        // A small file is read on this thread: the future is ready at its
+        // first poll, even under a runtime.
+        let got = now(tier.get(&key(1))).unwrap();
+        assert!(same(&small, &got));
+        assert!(same(&large, &tier.get(&key(2)).await.unwrap()));
+        // A small file replaced by a large one (behind the index's back)
+        // is read on the pool, and served when it checks out.
+        let big = format::encode(&key(1), &large);
+        fs::write(tier.shared.path(&key(1)), big).unwrap();
+        assert!(same(&large, &tier.get(&key(1)).await.unwrap()));
         tier.remove(&key(1)).await;
         assert!(tier.get(&key(1)).await.is_none());
-        assert_eq!(tier.purge(None).await, 0);
+        assert_eq!(tier.purge(None).await, 1);
     });
+}
+
+#[test]
+fn the_files_of_format_version_1_are_deleted_and_nothing_else() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = dir.path().join("v1");
+    let name = key(1).hex();
+    fs::create_dir_all(old.join(&name[..2])).unwrap();
+    fs::create_dir_all(old.join("tmp")).unwrap();
+    fs::create_dir_all(old.join("keep")).unwrap();
+    fs::write(old.join(&name[..2]).join(&name), b"an old entry").unwrap();
+    fs::write(old.join("tmp").join("half"), b"half").unwrap();
+    fs::write(old.join(&name[..2]).join("notes.txt"), b"not ours").unwrap();
+    fs::write(old.join("keep").join(&name), b"not ours either").unwrap();
+    let tier = DiskTier::open(dir.path(), 1 << 20);
+    tier.flush();
+    assert!(!old.join(&name[..2]).join(&name).exists());
+    assert!(!old.join("tmp").exists());
+    assert!(old.join(&name[..2]).join("notes.txt").exists());
+    assert!(old.join("keep").join(&name).exists());
+    assert_eq!(tier.stats().entries, 0);
+
+    // With only our files there, v1 goes entirely.
+    fs::remove_file(old.join(&name[..2]).join("notes.txt")).unwrap();
+    fs::remove_dir_all(old.join("keep")).unwrap();
+    drop(tier);
+    let tier = DiskTier::open(dir.path(), 1 << 20);
+    tier.flush();
+    assert!(!old.exists());
 }
 
 #[test]
@@ -157,12 +197,16 @@ fn foreign_and_old_files_are_refused() {
     // A valid file of another key, copied under this one's name.
     let other = format::encode(&key(9), &entry(b"<p>other</p>", None));
     refused(dir.path(), &other, "copied");
-    // An old format version, otherwise valid (re-sealed).
+    // An old format version, otherwise valid (re-sealed: the checksum
+    // covers the header, which ends 32 bytes before the body).
     let (_, _, good) = stored(dir.path());
-    let mut old = good[..good.len() - 32].to_vec();
-    old[10..14].copy_from_slice(&0u32.to_le_bytes());
+    let body = b"<p>body</p>".len();
+    let header = good.len() - body - 32;
+    let mut old = good[..header].to_vec();
+    old[10..14].copy_from_slice(&1u32.to_le_bytes());
     let sum = blake3::hash(&old);
     old.extend_from_slice(sum.as_bytes());
+    old.extend_from_slice(&good[header + 32..]);
     refused(dir.path(), &old, "old version");
 }
 
@@ -176,15 +220,15 @@ fn the_scan_drops_what_fails_its_header() {
     fs::write(&copied, &good).unwrap(); // a foreign copy
     fs::write(sub.join("not-a-key"), b"x").unwrap();
     let empty = key(2).hex();
-    fs::create_dir_all(dir.path().join("v1").join(&empty[..2])).unwrap();
-    fs::write(dir.path().join("v1").join(&empty[..2]).join(&empty), b"").unwrap();
-    fs::write(dir.path().join("v1/tmp/leftover"), b"half").unwrap();
+    fs::create_dir_all(dir.path().join("v2").join(&empty[..2])).unwrap();
+    fs::write(dir.path().join("v2").join(&empty[..2]).join(&empty), b"").unwrap();
+    fs::write(dir.path().join("v2/tmp/leftover"), b"half").unwrap();
     let tier = DiskTier::open(dir.path(), 1 << 20);
     tier.flush();
     let stats = tier.stats();
     assert_eq!((stats.entries, stats.rejected), (1, 3));
     assert!(!copied.exists() && !sub.join("not-a-key").exists());
-    assert!(!dir.path().join("v1/tmp/leftover").exists());
+    assert!(!dir.path().join("v2/tmp/leftover").exists());
     assert!(now(tier.get(&key(1))).is_some());
 }
 
@@ -316,7 +360,7 @@ fn a_read_only_directory_degrades_but_serves_what_it_has() {
         Some(m) => assert!(m.remount("ro"), "remount read-only"),
         None => {
             use std::os::unix::fs::PermissionsExt;
-            for sub in ["v1", "v1/tmp", &format!("v1/{}", &key(1).hex()[..2])] {
+            for sub in ["v2", "v2/tmp", &format!("v2/{}", &key(1).hex()[..2])] {
                 fs::set_permissions(base.join(sub), fs::Permissions::from_mode(0o555)).unwrap();
             }
         }
@@ -336,7 +380,7 @@ fn a_read_only_directory_degrades_but_serves_what_it_has() {
     drop(tier);
     if mount.is_none() {
         use std::os::unix::fs::PermissionsExt;
-        for sub in ["v1", "v1/tmp", &format!("v1/{}", &key(1).hex()[..2])] {
+        for sub in ["v2", "v2/tmp", &format!("v2/{}", &key(1).hex()[..2])] {
             let _ = fs::set_permissions(base.join(sub), fs::Permissions::from_mode(0o755));
         }
     }
@@ -377,7 +421,7 @@ fn a_full_directory_degrades_and_recovers() {
         assert_eq!(tier.dropped(), 1); // not tried before the retry is due
         assert!(now(tier.get(&key(1))).is_none());
         // The failed write's temp file is gone.
-        assert_eq!(fs::read_dir(dir.path().join("v1/tmp")).unwrap().count(), 0);
+        assert_eq!(fs::read_dir(dir.path().join("v2/tmp")).unwrap().count(), 0);
     }
     // Due to retry at once: the next small write works again.
     let tier = DiskTier::open_with(dir.path(), 1 << 30, QUEUE, Duration::ZERO);

@@ -10,10 +10,10 @@
 //! `PREFIX{HEX}` (the key in hex as a hash tag, its lock `PREFIX{HEX}:lock`,
 //! so a cluster keeps the two on one slot and the lookup script may touch
 //! both; one format for a cluster and a single server), each with an
-//! expiry (`ttl`); a value that
-//! fails to decode is deleted and counted as rejected, and the store
-//! checks the body's hash and the dependencies of what decodes. Entries
-//! larger than `max-entry-size` are not stored (counted as dropped).
+//! expiry (`ttl`); a value that fails to decode is deleted and counted as
+//! rejected (decoding checks the body's hash), and the store checks the
+//! dependencies of what decodes. Entries larger than `max-entry-size` are
+//! not stored (counted as dropped).
 //!
 //! Redis being down, slow or full never fails a page (`link`): every
 //! operation is bounded by `timeout`, a failure takes the tier down (one
@@ -299,6 +299,12 @@ fn key_of(prefix: &str, name: &str) -> Option<Key> {
 impl Cache for RedisTier {
     fn name(&self) -> &'static str {
         "redis"
+    }
+
+    /// Every value it returns went through `format::decode`, which checks
+    /// the body against its hash.
+    fn checks_bodies(&self) -> bool {
+        true
     }
 
     fn get<'a>(&'a self, key: &'a Key) -> BoxFuture<'a, Option<Arc<Entry>>> {
