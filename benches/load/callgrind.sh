@@ -8,7 +8,7 @@
 #   e.g.      bash benches/load/callgrind.sh /trivial/ --cache all
 #
 # It builds axle (release, honouring CARGO_TARGET_DIR), serves a copy of
-# samples/ under valgrind on 127.0.0.1, warms up (the first request renders,
+# samples/ (or of SITE=DIR, e.g. a site with a dynamic front) under valgrind on 127.0.0.1, warms up (the first request renders,
 # the next ones hit), turns instrumentation on for 5 s of wrk load (8
 # connections), and prints requests, instructions and their ratio. Needs
 # valgrind and wrk (apt-get install valgrind wrk). The server runs on CPU 0,
@@ -30,7 +30,7 @@ done
 BIN="${CARGO_TARGET_DIR:-$REPO/target}/release/axle"
 WORK=$(mktemp -d)
 trap 'kill -9 "${VG:-0}" 2>/dev/null || true; rm -rf "$WORK"' EXIT
-cp -r "$REPO/samples" "$WORK/site"
+cp -r "${SITE:-$REPO/samples}" "$WORK/site"
 
 PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 CLIENT_CPU=1
