@@ -8,11 +8,15 @@
 #   e.g.      bash benches/load/callgrind.sh /trivial/ --cache all
 #
 # It builds axle (release, honouring CARGO_TARGET_DIR), serves a copy of
-# samples/ (or of SITE=DIR, e.g. a site with a dynamic front) under valgrind on 127.0.0.1, warms up (the first request renders,
-# the next ones hit), turns instrumentation on for 5 s of wrk load (8
-# connections), and prints requests, instructions and their ratio. Needs
-# valgrind and wrk (apt-get install valgrind wrk). The server runs on CPU 0,
-# wrk on CPU 1 when there are two.
+# samples/ (or of SITE=DIR, e.g. a site with a dynamic front) under
+# valgrind on 127.0.0.1, warms up (the first request renders, the next
+# ones hit), turns instrumentation on for 5 s of wrk load (8 connections),
+# and prints requests, instructions and their ratio. CONNECTIONS=N and
+# SECONDS_MEASURED=S change the measured load: requests in flight when
+# instrumentation starts and stops are counted in part, so a slow request
+# (a dynamic front's, under valgrind) wants fewer connections and a longer
+# run. Needs valgrind and wrk (apt-get install valgrind wrk). The server
+# runs on CPU 0, wrk on CPU 1 when there are two.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -26,8 +30,13 @@ for tool in valgrind callgrind_control wrk curl taskset; do
     command -v "$tool" >/dev/null || { echo "callgrind.sh: needs $tool" >&2; exit 1; }
 done
 
-(cd "$REPO" && cargo build --release --quiet)
-BIN="${CARGO_TARGET_DIR:-$REPO/target}/release/axle"
+# AXLE_BIN=PATH measures that binary instead (built elsewhere: a baseline).
+if [[ -n ${AXLE_BIN:-} ]]; then
+    BIN=$AXLE_BIN
+else
+    (cd "$REPO" && cargo build --release --quiet)
+    BIN="${CARGO_TARGET_DIR:-$REPO/target}/release/axle"
+fi
 WORK=$(mktemp -d)
 trap 'kill -9 "${VG:-0}" 2>/dev/null || true; rm -rf "$WORK"' EXIT
 cp -r "${SITE:-$REPO/samples}" "$WORK/site"
@@ -47,7 +56,7 @@ STATUS=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT$URL")
 CACHE=$(curl -s -D - -o /dev/null "http://127.0.0.1:$PORT$URL" | tr -d '\r' | awk -F': ' 'tolower($1) == "x-axle-cache" {print $2}')
 taskset -c "$CLIENT_CPU" wrk -t1 -c8 -d2s "http://127.0.0.1:$PORT$URL" >/dev/null
 callgrind_control -i on "$VG" >/dev/null 2>&1
-N=$(taskset -c "$CLIENT_CPU" wrk -t1 -c8 -d5s "http://127.0.0.1:$PORT$URL" | awk '/requests in/ {print $1}')
+N=$(taskset -c "$CLIENT_CPU" wrk -t1 -c"${CONNECTIONS:-8}" -d"${SECONDS_MEASURED:-5}s" "http://127.0.0.1:$PORT$URL" | awk '/requests in/ {print $1}')
 callgrind_control -i off "$VG" >/dev/null 2>&1
 callgrind_control -d "$VG" >/dev/null 2>&1
 sleep 1
