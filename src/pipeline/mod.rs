@@ -851,8 +851,8 @@ impl Pipeline {
             CacheMode::Incremental => {
                 // A produced source observed never to repeat is not walked
                 // (`repeats`).
-                let observed = req.uncacheable_source
-                    && !job.stages.iter().any(|s| !s.stage.cacheable());
+                let observed =
+                    req.uncacheable_source && !job.stages.iter().any(|s| !s.stage.cacheable());
                 let lean = observed && self.repeats.lean(&job.base_url, source_hash);
                 let url = observed.then(|| Arc::clone(&job.base_url));
                 let mut out = self

@@ -408,7 +408,8 @@ async fn a_produced_source_that_never_repeats_runs_lean_and_a_repeat_is_walked_a
     };
     let incremental = pipeline_at(root, CacheMode::Incremental);
     let off = pipeline_at(root, CacheMode::Off);
-    let path = crate::provider::generated_path(incremental.provider().root(), "/front.xml").unwrap();
+    let path =
+        crate::provider::generated_path(incremental.provider().root(), "/front.xml").unwrap();
     let req = RenderRequest {
         uncacheable_source: true,
         ..RenderRequest::default()
