@@ -192,15 +192,23 @@ fn pipeline_at(root: &std::path::Path, mode: CacheMode) -> Pipeline {
     Pipeline::new(&config, Registry::default()).unwrap()
 }
 
+/// A stylesheet that copies its input.
+const IDENTITY: &str = r#"<xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">
+  <xsl:template match="@*|node()"><xsl:copy><xsl:apply-templates select="@*|node()"/></xsl:copy></xsl:template>
+</xsl:stylesheet>"#;
+
+/// `one.xsl` and `two.xsl` under `root`, both [`IDENTITY`].
+fn two_identity_stages(root: &std::path::Path) {
+    std::fs::write(root.join("one.xsl"), IDENTITY).unwrap();
+    std::fs::write(root.join("two.xsl"), IDENTITY).unwrap();
+}
+
 #[tokio::test]
 async fn an_incremental_hit_needs_no_intermediate_output() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    let identity = r#"<xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">
-  <xsl:template match="@*|node()"><xsl:copy><xsl:apply-templates select="@*|node()"/></xsl:copy></xsl:template>
-</xsl:stylesheet>"#;
-    std::fs::write(root.join("one.xsl"), identity).unwrap();
-    std::fs::write(root.join("two.xsl"), identity).unwrap();
+    let identity = IDENTITY;
+    two_identity_stages(root);
     std::fs::write(
         root.join("doc.xml"),
         r#"<?xml-stylesheet type="text/xsl" href="one.xsl"?><?xml-stylesheet type="text/xsl" href="two.xsl"?><doc>x</doc>"#,
@@ -396,11 +404,7 @@ async fn an_output_elided_on_a_wrong_guess_is_made_whole_by_the_stage_that_needs
 async fn a_produced_source_that_never_repeats_runs_lean_and_a_repeat_is_walked_again() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    let identity = r#"<xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">
-  <xsl:template match="@*|node()"><xsl:copy><xsl:apply-templates select="@*|node()"/></xsl:copy></xsl:template>
-</xsl:stylesheet>"#;
-    std::fs::write(root.join("one.xsl"), identity).unwrap();
-    std::fs::write(root.join("two.xsl"), identity).unwrap();
+    two_identity_stages(root);
     let source = |n: u32| {
         Bytes::from(format!(
             r#"<?xml-stylesheet type="text/xsl" href="one.xsl"?><?xml-stylesheet type="text/xsl" href="two.xsl"?><doc>{n}</doc>"#
