@@ -8,12 +8,16 @@
 #   e.g.      bash benches/load/callgrind.sh /trivial/ --cache all
 #
 # It builds axle (release, honouring CARGO_TARGET_DIR; AXLE_BIN=PATH uses
-# that binary instead), serves a copy of
-# samples/ under valgrind on 127.0.0.1, warms up (the first request renders,
-# the next ones hit), turns instrumentation on for 5 s of wrk load (8
-# connections), and prints requests, instructions and their ratio. Needs
-# valgrind and wrk (apt-get install valgrind wrk). The server runs on CPU 0,
-# wrk on CPU 1 when there are two.
+# that binary instead: a baseline built elsewhere), serves a copy of
+# samples/ (or of SITE=DIR, e.g. a site with a dynamic front) under
+# valgrind on 127.0.0.1, warms up (the first request renders, the next
+# ones hit), turns instrumentation on for 5 s of wrk load (8 connections),
+# and prints requests, instructions and their ratio. CONNECTIONS=N and
+# SECONDS_MEASURED=S change the measured load: requests in flight when
+# instrumentation starts and stops are counted in part, so a slow request
+# (a dynamic front's, under valgrind) wants fewer connections and a longer
+# run. Needs valgrind and wrk (apt-get install valgrind wrk). The server
+# runs on CPU 0, wrk on CPU 1 when there are two.
 #
 # DOCS=N spreads the load over N copies of URL-PATH's document (under
 # /cg/), each requested once first, then uniformly at random (bench.lua):
@@ -44,7 +48,7 @@ else
 fi
 WORK=$(mktemp -d)
 trap 'kill -9 "${VG:-0}" 2>/dev/null || true; rm -rf "$WORK"' EXIT
-cp -r "$REPO/samples" "$WORK/site"
+cp -r "${SITE:-$REPO/samples}" "$WORK/site"
 DOCS=${DOCS:-0}
 [[ $DOCS =~ ^[0-9]+$ ]] || { echo "callgrind.sh: DOCS must be a count" >&2; exit 2; }
 WRK_ENV=()
@@ -88,7 +92,7 @@ if ((DOCS > 0)); then
 fi
 env "${WRK_ENV[@]}" taskset -c "$CLIENT_CPU" wrk -t1 -c8 -d2s "${WRK_LUA[@]}" "http://127.0.0.1:$PORT$URL" >/dev/null
 callgrind_control -i on "$VG" >/dev/null 2>&1
-env "${WRK_ENV[@]}" taskset -c "$CLIENT_CPU" wrk -t1 -c8 -d5s "${WRK_LUA[@]}" "http://127.0.0.1:$PORT$URL" >"$WORK/wrk.out"
+env "${WRK_ENV[@]}" taskset -c "$CLIENT_CPU" wrk -t1 -c"${CONNECTIONS:-8}" -d"${SECONDS_MEASURED:-5}s" "${WRK_LUA[@]}" "http://127.0.0.1:$PORT$URL" >"$WORK/wrk.out"
 N=$(awk '/requests in/ {print $1}' "$WORK/wrk.out")
 COUNTS=$(sed -n 's/^BENCHJSON .*"cache_counts":{\([^}]*\)}.*/\1/p' "$WORK/wrk.out")
 callgrind_control -i off "$VG" >/dev/null 2>&1

@@ -69,13 +69,20 @@ fn nanos(secs: i64, nsec: i64) -> i128 {
     i128::from(secs) * 1_000_000_000 + i128::from(nsec)
 }
 
+/// The memos' hasher. A path hashes as one write per component, and an
+/// uncached render looks paths up here about a dozen times (confinement's
+/// canonical paths, the stamps of the files it read): with SipHash that
+/// was ~10k instructions of a three-stage render (callgrind); foldhash,
+/// seeded per process, costs a fraction of it.
+type PathHasher = foldhash::quality::RandomState;
+
 /// A bounded memo `path → (stamp, content hash)`, and of paths known to be
 /// canonical.
 #[derive(Clone)]
 pub struct Fingerprints {
-    memo: moka::sync::Cache<PathBuf, Seen>,
+    memo: moka::sync::Cache<PathBuf, Seen, PathHasher>,
     /// What is known of paths' canonicity.
-    canonical: moka::sync::Cache<PathBuf, Canon>,
+    canonical: moka::sync::Cache<PathBuf, Canon, PathHasher>,
     watch: Arc<OnceLock<Watch>>,
     /// `--freshness trust`: a remembered hash is believed with no `stat`
     /// until [`Fingerprints::clear`].
@@ -190,10 +197,14 @@ impl Fingerprints {
     /// paths).
     pub fn new(capacity: u64) -> Self {
         Fingerprints {
-            memo: moka::sync::Cache::new(capacity),
+            memo: moka::sync::Cache::builder()
+                .max_capacity(capacity)
+                .build_with_hasher(PathHasher::default()),
             // Stylesheets, DTD files and documents asked for again: a
             // quarter of the files is plenty.
-            canonical: moka::sync::Cache::new((capacity / 4).max(16)),
+            canonical: moka::sync::Cache::builder()
+                .max_capacity((capacity / 4).max(16))
+                .build_with_hasher(PathHasher::default()),
             watch: Arc::new(OnceLock::new()),
             trust: Arc::default(),
         }

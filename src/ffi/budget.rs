@@ -341,12 +341,23 @@ impl Watchdog {
     }
 }
 
-/// Whether `extra` more bytes fit this thread's budget; when they do not,
-/// the scope is stopped.
-fn fits(extra: i64) -> bool {
-    if CHARGED.get().saturating_add(extra) <= LIMIT.get() {
+/// Whether `extra` more bytes fit this thread's budget `limit`; when they
+/// do not, the scope is stopped. Inlined into the hooks, which run for
+/// every libxml2 allocation (4,000 in an uncached render of the sample
+/// article): the check is two loads and a compare, the stop out of line.
+#[inline(always)]
+fn fits(extra: i64, limit: i64) -> bool {
+    if CHARGED.get().saturating_add(extra) <= limit {
         return true;
     }
+    over_budget();
+    false
+}
+
+/// Stops this thread's scope: an allocation did not fit its budget.
+#[cold]
+#[inline(never)]
+fn over_budget() {
     let _ = SCOPE.try_with(|s| {
         if let Ok(scope) = s.try_borrow()
             && let Some(shared) = scope.as_ref()
@@ -354,10 +365,10 @@ fn fits(extra: i64) -> bool {
             shared.stop(MEMORY);
         }
     });
-    false
 }
 
 /// Adds `delta` (negative for a free) to this thread's charge.
+#[inline(always)]
 fn add(delta: i64) {
     let charged = CHARGED.get().saturating_add(delta);
     CHARGED.set(charged);
@@ -366,6 +377,7 @@ fn add(delta: i64) {
     }
 }
 
+#[inline(always)]
 fn usable(p: *mut c_void) -> i64 {
     if p.is_null() {
         return 0;
@@ -376,11 +388,12 @@ fn usable(p: *mut c_void) -> i64 {
 
 /// `xmlMalloc` (and `xmlMallocAtomic`): malloc, charged inside a scope.
 pub(super) unsafe extern "C" fn counted_malloc(size: usize) -> *mut c_void {
-    if LIMIT.get() == 0 {
+    let limit = LIMIT.get();
+    if limit == 0 {
         // SAFETY: plain malloc.
         return unsafe { sys::malloc(size) };
     }
-    if !fits(i64::try_from(size).unwrap_or(i64::MAX)) {
+    if !fits(i64::try_from(size).unwrap_or(i64::MAX), limit) {
         return std::ptr::null_mut();
     }
     // SAFETY: plain malloc.
@@ -391,12 +404,13 @@ pub(super) unsafe extern "C" fn counted_malloc(size: usize) -> *mut c_void {
 
 /// `xmlRealloc`: realloc, the growth charged inside a scope.
 pub(super) unsafe extern "C" fn counted_realloc(p: *mut c_void, size: usize) -> *mut c_void {
-    if LIMIT.get() == 0 {
+    let limit = LIMIT.get();
+    if limit == 0 {
         // SAFETY: forwards the caller's contract.
         return unsafe { sys::realloc(p, size) };
     }
     let old = usable(p);
-    if !fits(i64::try_from(size).unwrap_or(i64::MAX) - old) {
+    if !fits(i64::try_from(size).unwrap_or(i64::MAX) - old, limit) {
         return std::ptr::null_mut(); // `p` stays valid, as realloc's contract says
     }
     // SAFETY: forwards the caller's contract.

@@ -55,7 +55,9 @@ fn slot(spec: &StageSpec) -> Slot {
 
 /// The compiled-stage cache.
 pub(crate) struct Compiled {
-    cache: moka::future::Cache<Slot, Arc<CompiledStage>>,
+    /// foldhash, seeded per process: a slot's path hashes one write per
+    /// component, and every stage of every render looks its slot up.
+    cache: moka::future::Cache<Slot, Arc<CompiledStage>, foldhash::quality::RandomState>,
     fingerprints: Fingerprints,
 }
 
@@ -99,7 +101,9 @@ impl Compiled {
 
     pub(crate) fn new(capacity: u64, fingerprints: Fingerprints) -> Self {
         Compiled {
-            cache: moka::future::Cache::new(capacity),
+            cache: moka::future::Cache::builder()
+                .max_capacity(capacity)
+                .build_with_hasher(foldhash::quality::RandomState::default()),
             fingerprints,
         }
     }

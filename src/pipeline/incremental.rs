@@ -35,6 +35,11 @@ impl Pipeline {
     /// when the next stage runs from the tree). A request that finds an
     /// elided output and then needs it as input walks the stages again,
     /// recomputing such outputs in full.
+    ///
+    /// `lean` (a produced source observed never to repeat, `repeats`):
+    /// after the response key, no walk: the whole chain in one pool job,
+    /// nothing stored, as `all` mode runs an uncacheable source.
+    #[allow(clippy::too_many_arguments)]
     pub(super) async fn render_incremental(
         &self,
         job: ChainJob,
@@ -43,6 +48,7 @@ impl Pipeline {
         source_hash: ContentHash,
         validators: &mut Vec<Dep>,
         produced: bool,
+        lean: bool,
     ) -> Result<Rendered, PipelineError> {
         let walk = Walk {
             keep_elided: produced,
@@ -63,6 +69,16 @@ impl Pipeline {
             validators.extend(entry.deps.iter().cloned());
             let status = CacheStatus::of_found(found);
             return Ok(rendered(&entry, status, Some(walk.response_key)));
+        }
+        if lean {
+            let source = match &walk.source {
+                Some(bytes) => bytes.clone(),
+                None => self.source_for(located, source_hash)?.bytes,
+            };
+            let job = Arc::clone(&walk.job);
+            let entry = self.pool.run(move || job.run_all(source)).await??;
+            validators.extend(entry.deps.iter().cloned());
+            return Ok(rendered(&entry, CacheStatus::Miss, None));
         }
         let before = validators.len();
         if let Some(out) = self.walk_stages(&walk, validators, false).await? {

@@ -38,6 +38,7 @@ mod incremental;
 mod job;
 mod keys;
 mod nested;
+mod repeats;
 mod response;
 mod scan;
 mod stats;
@@ -67,6 +68,7 @@ use admission::{Admission, RequestBudget};
 use compiled::Compiled;
 use hot::HotResponse;
 use job::{ChainJob, FirstTree};
+use repeats::Repeats;
 use response::rendered;
 use scan::scan_prolog;
 use trace::trace_stem;
@@ -89,6 +91,8 @@ pub struct Pipeline {
     admission: Admission,
     force_byte_handoff: bool,
     stats: Arc<Stats>,
+    /// Which produced sources repeat (incremental mode walks those only).
+    repeats: Repeats,
 }
 
 impl std::fmt::Debug for Pipeline {
@@ -331,6 +335,7 @@ impl Pipeline {
             render_limits: config.render,
             force_byte_handoff: config.force_byte_handoff,
             stats: Arc::new(Stats::default()),
+            repeats: Repeats::default(),
         })
     }
 
@@ -844,6 +849,12 @@ impl Pipeline {
                 Ok(out)
             }
             CacheMode::Incremental => {
+                // A produced source observed never to repeat is not walked
+                // (`repeats`).
+                let observed =
+                    req.uncacheable_source && !job.stages.iter().any(|s| !s.stage.cacheable());
+                let lean = observed && self.repeats.lean(&job.base_url, source_hash);
+                let url = observed.then(|| Arc::clone(&job.base_url));
                 let mut out = self
                     .render_incremental(
                         job,
@@ -852,8 +863,13 @@ impl Pipeline {
                         source_hash,
                         &mut validators,
                         req.uncacheable_source,
+                        lean,
                     )
                     .await?;
+                if let Some(url) = url {
+                    let reused = out.cache != CacheStatus::Miss;
+                    self.repeats.walked(&url, source_hash, reused);
+                }
                 if req.uncacheable_source && out.cache.is_hit() {
                     // Every stage was reused, but the source was produced
                     // again for this request.

@@ -192,15 +192,23 @@ fn pipeline_at(root: &std::path::Path, mode: CacheMode) -> Pipeline {
     Pipeline::new(&config, Registry::default()).unwrap()
 }
 
+/// A stylesheet that copies its input.
+const IDENTITY: &str = r#"<xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">
+  <xsl:template match="@*|node()"><xsl:copy><xsl:apply-templates select="@*|node()"/></xsl:copy></xsl:template>
+</xsl:stylesheet>"#;
+
+/// `one.xsl` and `two.xsl` under `root`, both [`IDENTITY`].
+fn two_identity_stages(root: &std::path::Path) {
+    std::fs::write(root.join("one.xsl"), IDENTITY).unwrap();
+    std::fs::write(root.join("two.xsl"), IDENTITY).unwrap();
+}
+
 #[tokio::test]
 async fn an_incremental_hit_needs_no_intermediate_output() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    let identity = r#"<xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">
-  <xsl:template match="@*|node()"><xsl:copy><xsl:apply-templates select="@*|node()"/></xsl:copy></xsl:template>
-</xsl:stylesheet>"#;
-    std::fs::write(root.join("one.xsl"), identity).unwrap();
-    std::fs::write(root.join("two.xsl"), identity).unwrap();
+    let identity = IDENTITY;
+    two_identity_stages(root);
     std::fs::write(
         root.join("doc.xml"),
         r#"<?xml-stylesheet type="text/xsl" href="one.xsl"?><?xml-stylesheet type="text/xsl" href="two.xsl"?><doc>x</doc>"#,
@@ -390,4 +398,55 @@ async fn an_output_elided_on_a_wrong_guess_is_made_whole_by_the_stage_that_needs
     assert_eq!(reused.cache, FIRST_OF_TWO_REUSED);
     assert_eq!(reused.body, render_doc(&off).await.body);
     assert_eq!(whole_walks(&inc), 0);
+}
+
+#[tokio::test]
+async fn a_produced_source_that_never_repeats_runs_lean_and_a_repeat_is_walked_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    two_identity_stages(root);
+    let source = |n: u32| {
+        Bytes::from(format!(
+            r#"<?xml-stylesheet type="text/xsl" href="one.xsl"?><?xml-stylesheet type="text/xsl" href="two.xsl"?><doc>{n}</doc>"#
+        ))
+    };
+    let incremental = pipeline_at(root, CacheMode::Incremental);
+    let off = pipeline_at(root, CacheMode::Off);
+    let path =
+        crate::provider::generated_path(incremental.provider().root(), "/front.xml").unwrap();
+    let req = RenderRequest {
+        uncacheable_source: true,
+        ..RenderRequest::default()
+    };
+    let mut statuses = Vec::new();
+    for n in 0..super::repeats::LEAN_AFTER + 1 {
+        let got = incremental
+            .render_generated(&path, source(n), &req)
+            .await
+            .unwrap();
+        let want = off.render_generated(&path, source(n), &req).await.unwrap();
+        assert_eq!(got.body, want.body, "the same bytes, walked or lean");
+        statuses.push(got.cache);
+    }
+    assert!(statuses.iter().all(|s| *s == CacheStatus::Miss));
+    // The last one ran lean and stored nothing: its repeat (recent) is
+    // walked and computed, stored, and found the next time.
+    let last = super::repeats::LEAN_AFTER;
+    let found = CacheStatus::Partial {
+        reused: 2,
+        total: 2,
+    };
+    for expected in [CacheStatus::Miss, found] {
+        let got = incremental
+            .render_generated(&path, source(last), &req)
+            .await
+            .unwrap();
+        assert_eq!(got.cache, expected);
+    }
+    // What the walks stored is found.
+    let first = incremental
+        .render_generated(&path, source(0), &req)
+        .await
+        .unwrap();
+    assert_eq!(first.cache, found);
 }

@@ -441,16 +441,19 @@ fn confine_decoded(
     let Ok(inside) = abs.strip_prefix(root) else {
         return Err(ProviderError::Outside(original.to_string()));
     };
+    // Nearly always no link was on the way: the canonical path is the
+    // joined one, byte for byte, and is checked once (the checks cost
+    // ~900 instructions a path, five paths an uncached trivial render).
+    let same = joined.as_os_str() == abs.as_os_str();
     if is_site_config(&joined)
-        || is_site_config(&abs)
         || private.contains(&joined)
-        || private.contains(&abs)
+        || (!same && (is_site_config(&abs) || private.contains(&abs)))
     {
         return Err(ProviderError::NotFound(original.to_string()));
     }
     let rel = rel_of(inside);
     let url = url_of(inside, &rel);
-    let named = Named((joined != abs).then(|| Arc::from(joined)));
+    let named = Named((!same && joined != abs).then(|| Arc::from(joined)));
     Ok(ConfinedPath {
         abs,
         rel,
