@@ -10,8 +10,7 @@ use std::io::{BufRead, BufReader};
 use std::os::fd::AsFd;
 use std::process::{Child, Stdio};
 
-use rustix::io::Errno;
-use rustix::process::{Pid, WaitId, WaitIdOptions};
+use rustix::process::Pid;
 
 use super::reap::{Family, marker_value};
 use super::{ExecError, Program};
@@ -106,14 +105,7 @@ impl Daemon {
         if self.reaped {
             return true;
         }
-        match rustix::process::waitid(
-            WaitId::Pid(self.pid),
-            WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT,
-        ) {
-            Ok(status) => status.is_some(),
-            Err(Errno::INTR) => false,
-            Err(_) => true,
-        }
+        super::run::exited_unreaped(self.pid)
     }
 
     /// Kills the child, its group and every process recognised as its,

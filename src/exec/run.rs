@@ -222,15 +222,7 @@ impl Running {
     /// Has the child exited (not reaping it, so its pid, and so its group
     /// id, stay reserved until the group is killed)?
     fn has_exited(&self) -> bool {
-        match rustix::process::waitid(
-            WaitId::Pid(self.pid),
-            WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT,
-        ) {
-            Ok(status) => status.is_some(),
-            Err(Errno::INTR) => false,
-            // Reaped already (ECHILD): nothing is left to wait for.
-            Err(_) => true,
-        }
+        exited_unreaped(self.pid)
     }
 
     /// Kills what the child left running: its group, then its family.
@@ -334,6 +326,20 @@ fn feed<W: Write>(stdin: &mut Option<W>, input: &[u8], fed: &mut usize) {
         }
     }
     *stdin = None;
+}
+
+/// Has child `pid` exited? Asked without reaping it, so its pid (and so
+/// its group id) stays reserved until the group is killed; a child reaped
+/// already (ECHILD) has.
+pub(super) fn exited_unreaped(pid: Pid) -> bool {
+    match rustix::process::waitid(
+        WaitId::Pid(pid),
+        WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT,
+    ) {
+        Ok(status) => status.is_some(),
+        Err(Errno::INTR) => false,
+        Err(_) => true,
+    }
 }
 
 /// SIGKILL to the process group `pid` leads (gone already: nothing to do).
