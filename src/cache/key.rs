@@ -84,8 +84,14 @@ fn hex_pair(b: u8) -> [u8; 2] {
 
 /// Appends `bytes` in lower-case hex.
 fn push_hex(s: &mut String, bytes: &[u8]) {
-    for &b in bytes {
-        s.extend(hex_pair(b).map(char::from));
+    // Bytes, then one string: pushing chars one at a time was ~1.7k
+    // instructions of a disk-tier hit's ~36k (callgrind), for the file name.
+    for chunk in bytes.chunks(32) {
+        let mut hex = [0u8; 64];
+        for (pair, &b) in hex.chunks_exact_mut(2).zip(chunk) {
+            pair.copy_from_slice(&hex_pair(b));
+        }
+        s.push_str(std::str::from_utf8(&hex[..2 * chunk.len()]).unwrap_or_default());
     }
 }
 

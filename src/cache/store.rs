@@ -287,7 +287,22 @@ impl Store {
         if tier == Tier::Intermediate {
             return None;
         }
-        let (entry, name) = self.lookup_lower(key).await?;
+        let (entry, name) = self.lookup_lower(key, true).await?;
+        self.finals.insert(*key, Arc::clone(&entry)).await;
+        Some((entry, Found::Lower(name)))
+    }
+
+    /// The final output under `key`, from memory or else from the first
+    /// lower tier holding an intact copy (promoted into memory, as
+    /// [`Store::get_found`] does), with no look at its dependencies: for
+    /// the hot memo, whose own checks vouch for every file the response
+    /// came from and which serves the entry only if its hash is the one
+    /// it memoized (so the bytes are those it answered with before).
+    pub async fn get_final_vouched(&self, key: &Key) -> Option<(Arc<Entry>, Found)> {
+        if let Some(entry) = self.finals.get(key).await {
+            return Some((entry, Found::Memory));
+        }
+        let (entry, name) = self.lookup_lower(key, false).await?;
         self.finals.insert(*key, Arc::clone(&entry)).await;
         Some((entry, Found::Lower(name)))
     }
@@ -303,10 +318,15 @@ impl Store {
         }
     }
 
-    /// The first lower tier's intact, fresh entry under `key`, written to
-    /// the tiers above it; entries that fail either check are removed from
-    /// the tier that had them.
-    async fn lookup_lower(&self, key: &Key) -> Option<(Arc<Entry>, &'static str)> {
+    /// The first lower tier's intact, fresh entry under `key` (fresh: its
+    /// dependencies hold, looked at only when `check_deps`), written to
+    /// the tiers above it; entries that fail a check are removed from the
+    /// tier that had them.
+    async fn lookup_lower(
+        &self,
+        key: &Key,
+        check_deps: bool,
+    ) -> Option<(Arc<Entry>, &'static str)> {
         for (i, tier) in self.lower.iter().enumerate() {
             let Some(entry) = tier.get(key).await else {
                 continue;
@@ -321,7 +341,7 @@ impl Store {
             } else {
                 entry.is_intact()
             };
-            if !intact || !self.deps_hold(&entry) {
+            if !intact || (check_deps && !self.deps_hold(&entry)) {
                 if !intact {
                     tracing::warn!(tier = tier.name(), key = ?key, "a cache entry failed its hash check; dropped");
                 }
@@ -393,7 +413,7 @@ impl Store {
         let how = std::sync::OnceLock::new();
         let lookup = async {
             if tier == Tier::Final
-                && let Some((entry, name)) = self.lookup_lower(&key).await
+                && let Some((entry, name)) = self.lookup_lower(&key, true).await
             {
                 let _ = how.set(Found::Lower(name));
                 return Ok(entry);

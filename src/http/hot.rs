@@ -12,38 +12,77 @@ use axum::response::Response;
 
 use super::params::{pairs, params};
 use super::{App, Chosen, choose, conn, passthru};
-use crate::cache::FieldKey;
-use crate::pipeline::{Pipeline, Rendered};
+use crate::cache::{FieldKey, Key};
+use crate::pipeline::{HotHit, Pipeline, Rendered};
 use crate::provider::normalize_request_path;
 use crate::site::Location;
+
+/// What the hot memo has for a request.
+pub(super) enum Hot {
+    /// The response, whole.
+    Answer(Response),
+    /// A response whose body is to be read from the store first.
+    Stored(HotStored),
+    /// Nothing: the render path answers.
+    Miss,
+}
+
+/// A memoized response without its body (the store's memory tier no
+/// longer holds it), the store key to read the body by, and the request's
+/// location. The fast path hands it to the service in the request's
+/// extensions (`conn::Fast::Found`): reading a body from disk waits.
+#[derive(Clone)]
+pub(super) struct HotStored {
+    rendered: Rendered,
+    stored: Key,
+    location: Arc<Location>,
+}
 
 /// The hot path: a GET or HEAD of a document whose memoized response is
 /// still valid (one `stat` per file it came from, or none when watching).
 /// Anything else, errors included, is left to [`respond`].
-pub(super) fn hot_response(app: &App, request: &Request) -> Option<Response> {
+pub(super) fn hot_response(app: &App, request: &Request) -> Hot {
     let uri = request.uri();
-    let (rendered, location) = hot_lookup(
+    let Some((key, location)) = hot_memo_key(
         app,
         request.method(),
         uri.path(),
         uri.query().unwrap_or(""),
         request.headers(),
-    )?;
-    super::document::hot_document_response(app, rendered, request.headers(), &location)
+    ) else {
+        return Hot::Miss;
+    };
+    match app.pipeline.hot_find(&key) {
+        Some(HotHit::Ready(rendered)) => {
+            match super::document::hot_document_response(
+                app,
+                rendered,
+                request.headers(),
+                &location,
+            ) {
+                Some(response) => Hot::Answer(response),
+                None => Hot::Miss,
+            }
+        }
+        Some(HotHit::Stored(rendered, stored)) => Hot::Stored(HotStored {
+            rendered,
+            stored,
+            location,
+        }),
+        None => Hot::Miss,
+    }
 }
 
-/// The memoized response for a request and its location, if the request
-/// is a GET or HEAD that has one still valid.
-fn hot_lookup(
+/// The response to a request whose memoized response's body is read from
+/// the store (memory, else a lower tier such as the disk tier); None when
+/// no tier has the body the memo answered with.
+pub(super) async fn hot_stored_response(
     app: &App,
-    method: &Method,
-    path: &str,
-    query: &str,
-    headers: &impl conn::Headers,
-) -> Option<(Rendered, Arc<Location>)> {
-    let (key, location) = hot_memo_key(app, method, path, query, headers)?;
-    let rendered = app.pipeline.hot_get(&key)?;
-    Some((rendered, location))
+    hot: HotStored,
+    request_headers: &axum::http::HeaderMap,
+) -> Option<Response> {
+    let rendered = app.pipeline.hot_fill(hot.rendered, hot.stored).await?;
+    super::document::hot_document_response(app, rendered, request_headers, &hot.location)
 }
 
 /// The hot-memo key of a GET or HEAD, and its location; None for a
@@ -85,8 +124,19 @@ pub(super) fn hot_wire(app: &App, head: &conn::Head<'_>) -> conn::Fast {
     if location.output_charset.is_some() {
         return conn::Fast::Pass;
     }
-    let Some(rendered) = app.pipeline.hot_get(&key) else {
-        return conn::Fast::Missed;
+    let rendered = match app.pipeline.hot_find(&key) {
+        Some(HotHit::Ready(rendered)) => rendered,
+        Some(HotHit::Stored(rendered, stored)) => {
+            // Its body is read (from disk, usually) by the service.
+            let mut found = axum::http::Extensions::new();
+            found.insert(HotStored {
+                rendered,
+                stored,
+                location,
+            });
+            return conn::Fast::Found(found);
+        }
+        None => return conn::Fast::Missed,
     };
     // Every memoized response carries its head; without one (never, in
     // practice), the ordinary path answers.

@@ -34,7 +34,7 @@ pub use serve::{CONFIG_FILE, serve_app, site_config_path};
 pub(crate) use serve::{refuse_servable_config, warn_about_references};
 
 use document::document_response;
-use hot::{hot_key, hot_response, hot_wire};
+use hot::{hot_key, hot_response, hot_stored_response, hot_wire};
 use params::{form_body, pairs, params};
 
 use std::sync::{Arc, RwLock};
@@ -319,7 +319,7 @@ pub mod wire {
     pub use super::conn::{Fast, Head, Headers, Wire, fast_answer};
 }
 
-async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
+async fn handle(State(app): State<Arc<App>>, mut request: Request) -> Response {
     // One debug line per request (no span, no clock: a hit is a few
     // microseconds, and a per-request span was a measurable share of it).
     let started = std::time::Instant::now();
@@ -353,8 +353,15 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
         || extensions.get::<ExportMedia>().is_some()
     {
         None
+    } else if let Some(found) = request.extensions_mut().remove::<hot::HotStored>() {
+        // The fast path found a memoized response whose body is on disk.
+        hot_stored_response(&app, found, request.headers()).await
     } else {
-        hot_response(&app, &request)
+        match hot_response(&app, &request) {
+            hot::Hot::Answer(response) => Some(response),
+            hot::Hot::Stored(found) => hot_stored_response(&app, found, request.headers()).await,
+            hot::Hot::Miss => None,
+        }
     };
     let response = match hot {
         Some(r) => r,

@@ -8,15 +8,37 @@ use std::sync::{Arc, Weak};
 use bytes::Bytes;
 use http::HeaderValue;
 
-use crate::cache::{Check, Entry, FieldKey};
+use crate::cache::{Check, Entry, FieldKey, Found, Key};
 use crate::config::CacheMode;
 
 use super::{CacheStatus, Pipeline, Rendered, ResponseHead};
 
+/// A hot-memo hit: a response ready to send, or one whose body the memo
+/// no longer reaches (the store's memory tier evicted it: with a disk
+/// tier, it is likely on disk), to be read by its store key with
+/// [`Pipeline::hot_fill`].
+#[derive(Debug, Clone)]
+pub enum HotHit {
+    /// The whole response.
+    Ready(Rendered),
+    /// The response without its body, and the store key of the body.
+    Stored(Rendered, Key),
+}
+
 impl Pipeline {
     /// The memoized response for `key`, if every file it came from is
-    /// unchanged (one `stat` each). Never in `off` mode.
+    /// unchanged (one `stat` each) and its body is still in memory. Never
+    /// in `off` mode.
     pub fn hot_get(&self, key: &FieldKey) -> Option<Rendered> {
+        match self.hot_find(key)? {
+            HotHit::Ready(r) => Some(r),
+            HotHit::Stored(..) => None,
+        }
+    }
+
+    /// [`Pipeline::hot_get`], and the memoized response whose body must
+    /// be read from the store first. Never in `off` mode.
+    pub fn hot_find(&self, key: &FieldKey) -> Option<HotHit> {
         if self.mode == CacheMode::Off {
             return None;
         }
@@ -28,7 +50,10 @@ impl Pipeline {
             // The body lives in the store: while the store holds that very
             // entry the weak reference reaches it (no second lookup); the
             // memo's own checks cover every file it came from.
-            let entry = weak.upgrade()?;
+            let Some(entry) = weak.upgrade() else {
+                let stored = r.stored?;
+                return Some(HotHit::Stored(r, stored));
+            };
             r.body = entry.bytes.clone();
             r.variants = Some(Arc::clone(&entry.variants));
         }
@@ -37,6 +62,34 @@ impl Pipeline {
             _ => CacheStatus::Hit,
         };
         self.stats.hot_hits.incr();
+        Some(HotHit::Ready(r))
+    }
+
+    /// The body of a memoized response whose store entry the memo no
+    /// longer reaches, read by `stored` from memory or a lower tier (the
+    /// disk tier: nothing is hashed, selected or rendered, and the files
+    /// were checked by the memo). None, for the full path to answer, when
+    /// no tier has it or the entry found is not the one memoized (another
+    /// hash: bytes the memo never answered with).
+    pub async fn hot_fill(&self, mut r: Rendered, stored: Key) -> Option<Rendered> {
+        let (entry, found) = self.store.get_final_vouched(&stored).await?;
+        if entry.hash != r.hash {
+            return None;
+        }
+        r.body = entry.bytes.clone();
+        r.variants = Some(Arc::clone(&entry.variants));
+        match found {
+            Found::Lower(tier) if r.cache != CacheStatus::Untransformed => {
+                r.cache = CacheStatus::TierHit(tier);
+                self.stats.count(r.cache);
+            }
+            _ => {
+                if r.cache != CacheStatus::Untransformed {
+                    r.cache = CacheStatus::Hit;
+                }
+                self.stats.hot_hits.incr();
+            }
+        }
         Some(r)
     }
 
@@ -92,10 +145,14 @@ impl Pipeline {
         if let Some(stored) = &memo.stored {
             // A weak reference: the memo never keeps a body the store has
             // evicted (bodies are weighed once, by the store).
-            let Some(found) = self.store.peek_final(stored).await else {
-                return;
+            entry = match self.store.peek_final(stored).await {
+                Some(found) => Some(Arc::downgrade(&found)),
+                // Not in memory (a memory tier too small for it) but
+                // written to a lower tier: a reference that never reaches
+                // anything, so every hit reads the body by its key.
+                None if !self.store.lower().is_empty() => Some(Weak::new()),
+                None => return,
             };
-            entry = Some(Arc::downgrade(&found));
             memo.body = Bytes::new();
             // Variants live with the store's entry, weighed there.
             memo.variants = None;

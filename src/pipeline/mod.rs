@@ -34,6 +34,7 @@ mod admission;
 mod compiled;
 mod error;
 mod hot;
+pub use hot::HotHit;
 mod incremental;
 mod job;
 mod keys;
@@ -276,6 +277,10 @@ struct Generated {
     first: Option<Arc<FirstTree>>,
 }
 
+/// The share of `--cache-dir-size` the hot memo gets on top of its share
+/// of `--cache-size` when there is a disk tier (see [`Pipeline::new`]).
+pub const DISK_INDEX_SHARE: u64 = 32;
+
 impl Pipeline {
     /// A pipeline over `config.root` with the given Languages.
     pub fn new(config: &ServeConfig, registry: Registry) -> std::io::Result<Pipeline> {
@@ -303,6 +308,15 @@ impl Pipeline {
             0
         };
         let outputs = size.saturating_sub(source_budget + hot_budget + trace_budget);
+        // With a disk tier the memo is also its index: the heads of the
+        // responses whose bodies are on disk (under a kilobyte each), so a
+        // disk hit is a memo hit and one file read, never the full path.
+        // It gets 1/32 of --cache-dir-size on top (32 MiB per GiB: about
+        // 40,000 heads), like nginx's keys_zone beside its max_size.
+        let hot_budget = match &config.cache_dir {
+            Some(_) => hot_budget + config.cache_dir_size / DISK_INDEX_SHARE,
+            None => hot_budget,
+        };
         let intermediates = if incremental { outputs / 32 } else { 0 };
         let watcher = watcher(config, &fingerprints).map(Arc::new);
         let pool = Pool::new(config.workers)?;

@@ -92,6 +92,58 @@ enum Damage {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn with_no_room_in_memory_every_hit_is_a_memo_hit_read_from_disk() {
+    // A memory tier that holds no output: the memo keeps the response's
+    // head and store key, and each hit reads the body from the disk tier
+    // (never the full path), until the entry or a file changes.
+    let site = TiersSite::new();
+    let want = reference(&site.root).await;
+    let dir = site.beside("cache");
+    let args = ["--cache-size", "64KiB", "--cache-dir", dir_arg(&dir)];
+    let server = Axle::start(&site.root, true, &args);
+    let r = server.get("/docs/a.xml", &[]).await;
+    assert_eq!((r.status, r.cache().as_str()), (200, "miss"));
+    let etag = r.header("etag");
+    disk_entries_at_least(&server, 1).await;
+    for _ in 0..3 {
+        let r = server.get("/docs/a.xml", &[]).await;
+        assert_eq!(r.cache(), "hit; tier=disk");
+        assert_eq!(r.body, want["/docs/a.xml"], "byte-identical from disk");
+        assert_eq!(r.header("etag"), etag);
+    }
+    let r = server
+        .get("/docs/a.xml", &[("if-none-match", etag.as_str())])
+        .await;
+    assert_eq!(r.status, 304, "a conditional request still matches");
+    let s = server.stats().await;
+    assert_eq!(num(&s["misses"]), 1, "{s}");
+    assert_eq!(num(&tier(&s, "disk")["hits"]), 4, "{s}");
+    assert_eq!(num(&s["hot_hits"]), 0, "no body was in memory: {s}");
+
+    // A damaged file: refused on the read, the page rendered again.
+    let victim = cache_file_of(&dir, "/docs/a.xml");
+    let mut bytes = std::fs::read(&victim).unwrap();
+    let at = bytes.len() - 100;
+    bytes[at] ^= 0x20;
+    std::fs::write(&victim, &bytes).unwrap();
+    let r = server.get("/docs/a.xml", &[]).await;
+    assert_eq!(r.cache(), "miss", "recomputed");
+    assert_eq!(r.body, want["/docs/a.xml"], "the correct bytes");
+    let s = server.stats().await;
+    assert_eq!(num(&tier(&s, "disk")["rejected"]), 1, "{s}");
+
+    // An edited source: the memo's stat check sends it down the full path.
+    disk_entries_at_least(&server, 1).await;
+    let edited = site
+        .read("docs/a.xml")
+        .replace("Docs A 0", "Docs A, edited");
+    site.write("docs/a.xml", &edited);
+    let r = server.get("/docs/a.xml", &[]).await;
+    assert_eq!(r.cache(), "miss");
+    assert!(r.text().contains("Docs A, edited"), "{}", r.text());
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_damaged_disk_entry_is_never_served() {
     let site = TiersSite::new();
     let want = reference(&site.root).await;

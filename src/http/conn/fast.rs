@@ -58,6 +58,10 @@ pub enum Fast {
     /// finds `FastMissed` in the request's extensions (so it need not
     /// look again).
     Missed,
+    /// Looked it up and found what only the service can finish (work that
+    /// waits, such as a read from disk): these extensions go into the
+    /// request's, for the service to take.
+    Found(axum::http::Extensions),
 }
 
 /// Marks a request the fast path looked up and missed ([`Fast::Missed`]).

@@ -153,6 +153,7 @@ where
         return Parsed::Refused(host_error(hosts));
     }
     let mut missed = false;
+    let mut found = None;
     // What the handler refuses (a target or a query past its limit) is
     // left to it, so both paths say the same.
     let (plain_path, query) = path.split_once('?').unwrap_or((path, ""));
@@ -173,6 +174,7 @@ where
                 return Parsed::Wire(wire, head_only, close);
             }
             Fast::Missed => missed = true,
+            Fast::Found(extensions) => found = Some(extensions),
             Fast::Pass => {}
         }
     }
@@ -198,6 +200,9 @@ where
     *request.headers_mut() = headers;
     if missed {
         request.extensions_mut().insert(FastMissed);
+    }
+    if let Some(found) = found {
+        request.extensions_mut().extend(found);
     }
     if let Some(peer) = peer {
         request.extensions_mut().insert(super::Peer(peer));
