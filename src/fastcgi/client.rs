@@ -125,7 +125,18 @@ pub struct Connection {
     stream: Stream,
     /// Requests sent on it so far.
     pub requests: u64,
+    /// The read buffer, kept for the connection's life.
+    buf: Vec<u8>,
+    /// The read and write timeouts the socket has now.
+    armed: Option<Duration>,
 }
+
+/// How far a socket's timeout may be from the time left before it is set
+/// again: a blocked read or write may end this much before or after the
+/// deadline, and a connection whose requests each take far less than this
+/// never pays a `setsockopt` (two or more per read and per write when
+/// armed before each).
+const ARM_SLACK: Duration = Duration::from_millis(5);
 
 impl std::fmt::Debug for Connection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -174,7 +185,24 @@ impl Connection {
         Ok(Connection {
             stream,
             requests: 0,
+            buf: vec![0; 64 * 1024],
+            armed: None,
         })
+    }
+
+    /// Gives the socket's reads and writes `left` to wait (when they have
+    /// that within [`ARM_SLACK`]: no system call).
+    fn arm(&mut self, left: Duration) -> Result<(), FcgiError> {
+        if let Some(armed) = self.armed
+            && armed.abs_diff(left) <= ARM_SLACK
+        {
+            return Ok(());
+        }
+        self.stream
+            .set_timeouts(left)
+            .map_err(|e| FcgiError::Io(e.to_string()))?;
+        self.armed = Some(left);
+        Ok(())
     }
 
     /// Sends one responder request (`params`: the PARAMS stream's content,
@@ -198,9 +226,7 @@ impl Connection {
         let bytes = record::encode_request(id, params, stdin, keep_conn);
         let mut written = 0;
         while written < bytes.len() {
-            self.stream
-                .set_timeouts(left(deadline, timeout)?)
-                .map_err(|e| FcgiError::Io(e.to_string()))?;
+            self.arm(left(deadline, timeout)?)?;
             match self.stream.write(&bytes[written..]) {
                 Ok(0) => return Err(FcgiError::Io("the connection was closed".into())),
                 Ok(n) => written += n,
@@ -209,12 +235,9 @@ impl Connection {
             }
         }
         let mut decoder = ResponseDecoder::new(id, max_stdout, max_stderr);
-        let mut buf = vec![0; 64 * 1024];
         loop {
-            self.stream
-                .set_timeouts(left(deadline, timeout)?)
-                .map_err(|e| FcgiError::Io(e.to_string()))?;
-            let n = match self.stream.read(&mut buf) {
+            self.arm(left(deadline, timeout)?)?;
+            let n = match self.stream.read(&mut self.buf) {
                 Ok(n) => n,
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(e) => return Err(io_error(e, timeout)),
@@ -228,7 +251,7 @@ impl Connection {
                     Err(e) => Err(e.into()),
                 };
             }
-            if let Some(end) = decoder.push(&buf[..n])? {
+            if let Some(end) = decoder.push(&self.buf[..n])? {
                 return answer(decoder, end);
             }
         }
