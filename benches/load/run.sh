@@ -1327,7 +1327,8 @@ scenario_site() {
         f=$site$(printf "$fmt" $((n / 1000)) "$n")
         "$BIN" render --root "$site" --trace "$tr" "$f" >"$tr/out-$n"
     done
-    s1=$(cat "$tr"/*.1 | wc -c)
+    # Trace files mirror the URL path under the trace directory.
+    s1=$(find "$tr" -type f -name '*.xml.1' -exec cat {} + | wc -c)
     s2=$(cat "$tr"/out-* | wc -c)
     local avg1=$((s1 / ${#sample[@]})) avg2=$((s2 / ${#sample[@]}))
     for mode in all incremental; do
