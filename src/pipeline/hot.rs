@@ -27,17 +27,9 @@ pub enum HotHit {
 
 impl Pipeline {
     /// The memoized response for `key`, if every file it came from is
-    /// unchanged (one `stat` each) and its body is still in memory. Never
-    /// in `off` mode.
-    pub fn hot_get(&self, key: &FieldKey) -> Option<Rendered> {
-        match self.hot_find(key)? {
-            HotHit::Ready(r) => Some(r),
-            HotHit::Stored(..) => None,
-        }
-    }
-
-    /// [`Pipeline::hot_get`], and the memoized response whose body must
-    /// be read from the store first. Never in `off` mode.
+    /// unchanged (one `stat` each): whole when its body is still in
+    /// memory, else without it, to be read by [`Pipeline::hot_fill`].
+    /// Never in `off` mode.
     pub fn hot_find(&self, key: &FieldKey) -> Option<HotHit> {
         if self.mode == CacheMode::Off {
             return None;
@@ -78,17 +70,15 @@ impl Pipeline {
         }
         r.body = entry.bytes.clone();
         r.variants = Some(Arc::clone(&entry.variants));
-        match found {
-            Found::Lower(tier) if r.cache != CacheStatus::Untransformed => {
-                r.cache = CacheStatus::TierHit(tier);
-                self.stats.count(r.cache);
-            }
-            _ => {
-                if r.cache != CacheStatus::Untransformed {
-                    r.cache = CacheStatus::Hit;
-                }
-                self.stats.hot_hits.incr();
-            }
+        if r.cache != CacheStatus::Untransformed {
+            r.cache = match found {
+                Found::Lower(tier) => CacheStatus::TierHit(tier),
+                Found::Memory | Found::Computed => CacheStatus::Hit,
+            };
+        }
+        match r.cache {
+            CacheStatus::TierHit(_) => self.stats.count(r.cache),
+            _ => self.stats.hot_hits.incr(),
         }
         Some(r)
     }

@@ -279,7 +279,7 @@ struct Generated {
 
 /// The share of `--cache-dir-size` the hot memo gets on top of its share
 /// of `--cache-size` when there is a disk tier (see [`Pipeline::new`]).
-pub const DISK_INDEX_SHARE: u64 = 32;
+const DISK_INDEX_SHARE: u64 = 32;
 
 impl Pipeline {
     /// A pipeline over `config.root` with the given Languages.
