@@ -309,10 +309,10 @@ impl Pipeline {
         };
         let outputs = size.saturating_sub(source_budget + hot_budget + trace_budget);
         // With a disk tier the memo is also its index: the heads of the
-        // responses whose bodies are on disk (under a kilobyte each), so a
-        // disk hit is a memo hit and one file read, never the full path.
-        // It gets 1/32 of --cache-dir-size on top (32 MiB per GiB: about
-        // 40,000 heads), like nginx's keys_zone beside its max_size.
+        // responses whose bodies are on disk, so a disk hit is a memo hit
+        // and one file read, never the full path. It gets 1/32 of
+        // --cache-dir-size on top (32 MiB per GiB), like nginx's keys_zone
+        // beside its max_size.
         let hot_budget = match &config.cache_dir {
             Some(_) => hot_budget + config.cache_dir_size / DISK_INDEX_SHARE,
             None => hot_budget,
