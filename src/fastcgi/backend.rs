@@ -102,7 +102,7 @@ impl BackendConfig {
             spawn: Some(argv),
             address: None,
             workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
-            // A leak guard, not a habit: a php-cgi start is ~15 ms of CPU,
+            // A leak guard, not a habit: a one-shot php-cgi run costs ~12 ms of CPU,
             // and at 500 (PHP's own PHP_FCGI_MAX_REQUESTS) restarts were
             // ~33 us of every request's CPU at 5,000 req/s. mod_fcgid and
             // php-fpm default to no limit at all.
