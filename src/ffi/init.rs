@@ -11,13 +11,17 @@ use std::fmt;
 use std::os::raw::{c_char, c_int};
 use std::ptr;
 use std::sync::Once;
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
 use super::budget;
 use super::resolve::{entity_loader, io_close, io_match, io_open, io_read};
 use super::{opt_string, sys};
 
 static INIT: Once = Once::new();
+
+/// Whether [`init`] found libxml2's `xmlXPathNewContext` behind the
+/// executable's (`csrc/xpath_pool.c`); without it no transform can start.
+static XPATH_POOL: AtomicBool = AtomicBool::new(false);
 
 /// The security prefs [`init`] made: libxslt's defaults, also attached to
 /// each transform context.
@@ -49,6 +53,9 @@ pub fn init() {
             // XSLT's own elements as module elements, once (see
             // csrc/shim.c: xsltRegisterAllElement).
             sys::shim_share_xslt_elements();
+            // The XPath contexts transforms reuse (csrc/xpath_pool.c): finds
+            // libxml2's xmlXPathNewContext behind the executable's.
+            XPATH_POOL.store(sys::shim_xpath_pool_init() != 0, Ordering::Release);
             sys::shim_install_xslt_error();
             sys::xmlSetExternalEntityLoader(Some(entity_loader));
             // Defence in depth: libxml2's own file and HTTP input handlers
@@ -96,6 +103,22 @@ pub fn str_equal_is_ours() -> bool {
     // SAFETY: takes nothing and only asks the dynamic linker (dlsym) for a
     // symbol's address.
     unsafe { sys::shim_str_equal_is_ours() != 0 }
+}
+
+/// Whether transforms reuse their thread's XPath contexts
+/// (`csrc/xpath_pool.c`): the executable's `xmlXPathNewContext` is the one
+/// libxslt calls, and it found libxml2's to make new ones with.
+pub fn xpath_contexts_are_pooled() -> bool {
+    init();
+    // SAFETY: takes nothing and only asks the dynamic linker (dlsym) for a
+    // symbol's address.
+    XPATH_POOL.load(Ordering::Acquire) && unsafe { sys::shim_xpath_pool_is_ours() != 0 }
+}
+
+/// How many transforms on this thread started with a kept XPath context.
+pub fn xpath_contexts_reused_here() -> u64 {
+    // SAFETY: reads a thread-local counter.
+    unsafe { sys::shim_xpath_pool_reused() }
 }
 
 /// Whether libxslt's per-transform registration of the XSLT elements

@@ -54,7 +54,7 @@ pub use dtd::{DoctypeIds, set_shared_dtds};
 pub use errors::{XmlError, axle_error_sink, axle_structured_sink};
 pub use init::{
     INTERNAL_SCHEME, LibraryVersions, init, library_versions, str_equal_is_ours,
-    xslt_elements_are_shared,
+    xpath_contexts_are_pooled, xpath_contexts_reused_here, xslt_elements_are_shared,
 };
 pub use raw_prolog::{RawProlog, prolog_via_libxml};
 pub use resolve::{Loaded, RefuseAll, Resolver};
@@ -123,3 +123,5 @@ mod html_tests;
 mod tests;
 #[cfg(test)]
 mod xinclude_tests;
+#[cfg(test)]
+mod xpath_pool_tests;

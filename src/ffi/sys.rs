@@ -106,11 +106,6 @@ unsafe extern "C" {
     pub fn xsltRegisterTestModule();
     pub fn xsltParseStylesheetDoc(doc: *mut xmlDoc) -> *mut xsltStylesheet;
     pub fn xsltFreeStylesheet(style: *mut xsltStylesheet);
-    pub fn xsltNewTransformContext(
-        style: *mut xsltStylesheet,
-        doc: *mut xmlDoc,
-    ) -> *mut xsltTransformContext;
-    pub fn xsltFreeTransformContext(ctxt: *mut xsltTransformContext);
     pub fn xsltSetCtxtParseOptions(ctxt: *mut xsltTransformContext, options: c_int) -> c_int;
     pub fn xsltQuoteUserParams(
         ctxt: *mut xsltTransformContext,
@@ -244,6 +239,14 @@ unsafe extern "C" {
     pub fn shim_dtd_system_id(d: *mut xmlDoc) -> *const c_char;
     pub fn shim_dtd_name(d: *mut xmlDoc) -> *const c_char;
     pub fn shim_str_equal_is_ours() -> c_int;
+    pub fn shim_xpath_pool_init() -> c_int;
+    pub fn shim_xpath_pool_is_ours() -> c_int;
+    pub fn shim_xpath_pool_reused() -> u64;
+    pub fn shim_new_transform_context(
+        style: *mut xsltStylesheet,
+        doc: *mut xmlDoc,
+    ) -> *mut xsltTransformContext;
+    pub fn shim_free_transform_context(ctxt: *mut xsltTransformContext);
     pub fn shim_share_xslt_elements();
     pub fn shim_xslt_elements_are_shared() -> c_int;
     pub fn shim_xml_parser_version() -> *const c_char;

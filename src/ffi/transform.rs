@@ -74,7 +74,7 @@ impl Stylesheet {
         // array is NULL-terminated and its strings outlive the call. The
         // context is created and freed here.
         let (result, state) = unsafe {
-            let ctxt = sys::xsltNewTransformContext(style, doc_ptr);
+            let ctxt = sys::shim_new_transform_context(style, doc_ptr);
             if ctxt.is_null() {
                 return Err(XmlError::Transform(
                     "could not create a transform context".to_string(),
@@ -112,7 +112,7 @@ impl Stylesheet {
             };
             let state = sys::shim_ctxt_state(ctxt);
             drop(registered); // before the context is freed
-            sys::xsltFreeTransformContext(ctxt);
+            sys::shim_free_transform_context(ctxt);
             (result, state)
         };
         drop(doc); // the source is freed after its context
