@@ -73,7 +73,6 @@ unsafe extern "C" {
     pub fn malloc(size: usize) -> *mut c_void;
     pub fn realloc(p: *mut c_void, size: usize) -> *mut c_void;
     pub fn free(p: *mut c_void);
-    pub fn malloc_usable_size(p: *mut c_void) -> usize;
     pub fn xmlReadMemory(
         buffer: *const c_char,
         size: c_int,
