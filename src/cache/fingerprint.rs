@@ -54,6 +54,22 @@ impl Stamp {
         }
     }
 
+    /// The modification time, as `Metadata::modified` gives it.
+    pub fn modified(&self) -> Option<std::time::SystemTime> {
+        let epoch = std::time::UNIX_EPOCH;
+        let since = std::time::Duration::from_nanos(u64::try_from(self.mtime_ns.abs()).ok()?);
+        if self.mtime_ns >= 0 {
+            epoch.checked_add(since)
+        } else {
+            epoch.checked_sub(since)
+        }
+    }
+
+    /// The size in bytes.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
     /// Whether the file has more than one name (hard links). A write
     /// through another name raises an event only in that name's directory,
     /// so such a file is never vouched for by the watcher: it is checked by
@@ -412,6 +428,25 @@ impl Fingerprints {
         }
     }
 
+    /// The stamp of `path` as the memo knows it, when that takes no I/O and
+    /// is current: believed under `--freshness trust`, or held under a watch
+    /// token the watcher, synced, still vouches for (as [`Self::stamped`]
+    /// decides). None otherwise: the caller asks the file system.
+    pub fn vouched_stamp(&self, path: &Path) -> Option<Stamp> {
+        let seen = self.memo.get(path)?;
+        if seen.forgotten() {
+            return None;
+        }
+        if self.trust.load(std::sync::atomic::Ordering::Relaxed) {
+            return Some(seen.stamp);
+        }
+        let Watched::Token(token) = &seen.watched else {
+            return None;
+        };
+        let (watcher, _) = self.synced()?;
+        watcher.unchanged(token).then_some(seen.stamp)
+    }
+
     /// The stamp under which `path` was last seen to have content `hash`,
     /// if the memo still says so.
     pub fn stamp_for(&self, path: &Path, hash: &ContentHash) -> Option<Stamp> {
@@ -511,6 +546,42 @@ mod tests {
         f.memo
             .get(p)
             .is_some_and(|s| matches!(s.watched, Watched::Token(_)))
+    }
+
+    #[test]
+    fn a_vouched_stamp_is_the_current_one_or_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let p = root.join("a.xml");
+        std::fs::write(&p, "one").unwrap();
+        let (f, _w) = watched(&root);
+        assert_eq!(f.vouched_stamp(&p), None, "never seen");
+        f.stamped(&p).unwrap();
+        f.stamped(&p).unwrap(); // watched from the second check on
+        assert!(vouched(&f, &p));
+        let now = Stamp::current(&p).unwrap();
+        assert_eq!(f.vouched_stamp(&p), Some(now));
+        assert_eq!(
+            now.modified(),
+            Some(std::fs::metadata(&p).unwrap().modified().unwrap())
+        );
+        assert_eq!(now.size(), 3);
+        // A new modification time with the same bytes (touch).
+        let later =
+            std::fs::metadata(&p).unwrap().modified().unwrap() + std::time::Duration::from_secs(7);
+        std::fs::File::options()
+            .write(true)
+            .open(&p)
+            .unwrap()
+            .set_modified(later)
+            .unwrap();
+        assert_eq!(f.vouched_stamp(&p), None, "changed: ask the file system");
+        f.stamped(&p).unwrap();
+        f.stamped(&p).unwrap();
+        let stamp = f.vouched_stamp(&p).unwrap();
+        assert_eq!(stamp.modified(), Some(later));
+        std::fs::remove_file(&p).unwrap();
+        assert_eq!(f.vouched_stamp(&p), None);
     }
 
     #[test]

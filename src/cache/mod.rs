@@ -37,7 +37,7 @@ pub use variants::{
     BROTLI_QUALITY, BROTLI_WINDOW, Encoding, GZIP_LEVEL, MIN_COMPRESS_LEN, MIN_SAVING_DIVISOR,
     Variant, Variants, compress, worth_compressing,
 };
-pub use watch::{Token, Watcher};
+pub use watch::{SyncedSince, Token, Watcher};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -20,12 +20,14 @@
 //! writes through `mmap`, changes made by another machine on a network
 //! filesystem; `freshness = check` is for such roots.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
 use std::io;
 use std::path::{Component, Path};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
 
 use inotify::{EventMask, Inotify, WatchDescriptor, WatchMask};
 
@@ -83,6 +85,10 @@ pub struct Watcher {
     inner: Mutex<Inner>,
     on_change: Option<OnChange>,
     epoch: AtomicU64,
+    /// When the last drain that ended with the queue empty began, in
+    /// nanoseconds after `born`, plus one (0: none yet).
+    clean_from: AtomicU64,
+    born: Instant,
     /// Watched directories at most (inotify watches are a per-user kernel
     /// resource); beyond it, registration fails and callers use stats.
     max_dirs: usize,
@@ -128,6 +134,8 @@ impl Watcher {
                 prune_at: PRUNE_FLOOR,
             }),
             epoch: AtomicU64::new(0),
+            clean_from: AtomicU64::new(0),
+            born: Instant::now(),
             max_dirs,
         })
     }
@@ -138,13 +146,32 @@ impl Watcher {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Applies every queued event. Returns after the queue was seen empty.
+    /// Applies every queued event. Returns after the queue was seen empty,
+    /// by this call or, inside a [`SyncedSince`] scope, by any drain that
+    /// began at or after the scope's instant (so one request piece drains
+    /// once, not once per file it checks: that was 8 `read` calls, each
+    /// finding the queue empty, per uncached request of the article).
     pub fn sync(&self) {
+        if let Some(since) = since()
+            && self.clean_from.load(Ordering::Acquire) > self.nanos(since)
+        {
+            return;
+        }
+        let began = Instant::now();
         let mut inner = self.lock();
-        self.drain(&mut inner);
+        if self.drain(&mut inner) {
+            self.clean_from
+                .fetch_max(self.nanos(began) + 1, Ordering::AcqRel);
+        }
     }
 
-    fn drain(&self, inner: &mut Inner) {
+    fn nanos(&self, at: Instant) -> u64 {
+        u64::try_from(at.saturating_duration_since(self.born).as_nanos()).unwrap_or(u64::MAX - 1)
+    }
+
+    /// Applies queued events until the queue is empty (true) or cannot be
+    /// read (false: everything counts as changed).
+    fn drain(&self, inner: &mut Inner) -> bool {
         let Inner {
             inotify,
             dirs,
@@ -156,12 +183,12 @@ impl Watcher {
         loop {
             let events = match inotify.read_events(buffer) {
                 Ok(events) => events,
-                Err(e) if queue_empty(&e) => return,
+                Err(e) if queue_empty(&e) => return true,
                 Err(e) => {
                     // Cannot tell what changed: everything is stale.
                     tracing::warn!(error = %e, "reading file-change events failed");
                     self.epoch.fetch_add(1, Ordering::AcqRel);
-                    return;
+                    return false;
                 }
             };
             for event in events {
@@ -345,6 +372,56 @@ impl Watcher {
     }
 }
 
+thread_local! {
+    /// The instant of this thread's innermost [`SyncedSince`] scope.
+    static SINCE: Cell<Option<Instant>> = const { Cell::new(None) };
+}
+
+tokio::task_local! {
+    /// The instant a request's handler task began ([`SyncedSince::task`]).
+    static TASK_SINCE: Instant;
+}
+
+/// The instant of the request work running here, if any: this thread's
+/// scope, else the running task's.
+fn since() -> Option<Instant> {
+    SINCE.get().or_else(|| TASK_SINCE.try_with(|t| *t).ok())
+}
+
+/// A piece of one request's work, begun at an instant: inside it,
+/// [`Watcher::sync`] is satisfied by any drain that began at or after that
+/// instant and found the queue empty. A change finished before the piece
+/// began was queued before such a drain began, so it is applied, as with a
+/// drain per check; a change made while the piece runs may or may not be
+/// seen, which was already so between two checks. Two forms: a thread's
+/// (the render job on a transform thread; it must not span an `.await`,
+/// where the thread runs other tasks) and a task's (the request handler,
+/// whose value follows it across `.await`s and into no other task).
+#[must_use = "the scope ends when dropped"]
+pub struct SyncedSince {
+    outer: Option<Instant>,
+}
+
+impl SyncedSince {
+    /// Begins a piece of request work on this thread now.
+    pub fn now() -> SyncedSince {
+        SyncedSince {
+            outer: SINCE.replace(Some(Instant::now())),
+        }
+    }
+
+    /// Runs `work` (a request's handler) as one piece begun now.
+    pub async fn task<F: std::future::Future>(work: F) -> F::Output {
+        TASK_SINCE.scope(Instant::now(), work).await
+    }
+}
+
+impl Drop for SyncedSince {
+    fn drop(&mut self) {
+        SINCE.set(self.outer);
+    }
+}
+
 /// Whether a failed read of the event queue only means it is empty (the
 /// descriptor is non-blocking); any other error leaves the changes
 /// unknown, so everything counts as changed.
@@ -371,6 +448,72 @@ mod tests {
     fn fresh(w: &Watcher, t: &Token) -> bool {
         w.sync();
         w.unchanged(t)
+    }
+
+    #[test]
+    fn one_drain_serves_a_piece_of_request_work_and_sees_what_came_before_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let x = root.join("x.xml");
+        std::fs::write(&x, "1").unwrap();
+        let w = Watcher::new(100, None).unwrap();
+        let t = w.register(&root, [x.as_path()]).unwrap();
+        assert!(fresh(&w, &t));
+        // A change finished before the piece began is seen by its first
+        // check, even though a drain ran (and found the queue empty) before.
+        std::fs::write(&x, "2").unwrap();
+        let t = {
+            let _piece = SyncedSince::now();
+            assert!(!fresh(&w, &t));
+            let t = w.register(&root, [x.as_path()]).unwrap();
+            assert!(fresh(&w, &t));
+            // Inside the piece that drain serves every later check: a
+            // change made now is not looked for (no read of the queue)...
+            std::fs::write(&x, "3").unwrap();
+            assert!(fresh(&w, &t), "the piece's checks drain once");
+            t
+        };
+        // ...and the next piece (or any check outside one) sees it.
+        {
+            let _piece = SyncedSince::now();
+            assert!(!fresh(&w, &t));
+        }
+        // Nested pieces: the inner one's later instant counts, then the
+        // outer one's again.
+        let t = w.register(&root, [x.as_path()]).unwrap();
+        let _outer = SyncedSince::now();
+        assert!(fresh(&w, &t));
+        std::fs::write(&x, "4").unwrap();
+        {
+            let _inner = SyncedSince::now();
+            assert!(!fresh(&w, &t));
+        }
+        std::fs::write(&x, "5").unwrap();
+        let t = w.register(&root, [x.as_path()]).unwrap();
+        assert!(
+            fresh(&w, &t),
+            "the outer piece was served by the inner drain"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_task_s_piece_follows_it_and_no_other_task() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let x = root.join("x.xml");
+        std::fs::write(&x, "1").unwrap();
+        let w = Arc::new(Watcher::new(100, None).unwrap());
+        let t = w.register(&root, [x.as_path()]).unwrap();
+        let (w2, t2, x2) = (Arc::clone(&w), t.clone(), x.clone());
+        SyncedSince::task(async move {
+            assert!(fresh(&w2, &t2));
+            tokio::task::yield_now().await;
+            std::fs::write(&x2, "2").unwrap();
+            assert!(fresh(&w2, &t2), "still the same piece after an await");
+        })
+        .await;
+        // Outside the task's piece: drained again.
+        assert!(!fresh(&w, &t));
     }
 
     #[test]

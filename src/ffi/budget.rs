@@ -263,8 +263,16 @@ impl Drop for ContextGuard {
 
 /// The one thread that stops renders past their deadline or cancelled.
 struct Watchdog {
-    scopes: Mutex<Vec<Weak<Shared>>>,
+    state: Mutex<DogState>,
     wake: Condvar,
+}
+
+/// What the watchdog watches, and when it looks next.
+struct DogState {
+    scopes: Vec<Weak<Shared>>,
+    /// When the sleeping watchdog wakes by itself; `None` while it is
+    /// awake (it looks at every scope before it sleeps again).
+    until: Option<Instant>,
 }
 
 /// How often the watchdog looks at cancel flags (deadlines wake it on
@@ -275,7 +283,10 @@ fn watchdog() -> &'static Watchdog {
     static DOG: OnceLock<&'static Watchdog> = OnceLock::new();
     DOG.get_or_init(|| {
         let dog: &'static Watchdog = Box::leak(Box::new(Watchdog {
-            scopes: Mutex::new(Vec::new()),
+            state: Mutex::new(DogState {
+                scopes: Vec::new(),
+                until: None,
+            }),
             wake: Condvar::new(),
         }));
         let spawned = std::thread::Builder::new()
@@ -289,23 +300,40 @@ fn watchdog() -> &'static Watchdog {
 }
 
 impl Watchdog {
+    /// Adds a scope. The watchdog is woken only when it would otherwise
+    /// look too late: after the scope's deadline, or more than [`POLL`]
+    /// from now (its cancel flag). Under load it is already looking every
+    /// `POLL`, so a render costs it no wake-up (one per render was two
+    /// context switches a render, on the transform thread's CPU).
     fn watch(&self, shared: &Arc<Shared>) {
-        self.scopes
+        let mut state = self
+            .state
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push(Arc::downgrade(shared));
-        self.wake.notify_one();
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        state.scopes.push(Arc::downgrade(shared));
+        let Some(until) = state.until else {
+            return; // awake: it looks at this scope before it sleeps
+        };
+        let mut due = Instant::now() + POLL;
+        if let Some(d) = shared.deadline {
+            due = due.min(d);
+        }
+        if until > due {
+            state.until = None; // one wake-up is enough
+            self.wake.notify_one();
+        }
     }
 
     fn run(&self) {
-        let mut scopes = self
-            .scopes
+        let mut state = self
+            .state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         loop {
+            state.until = None;
             let now = Instant::now();
             let mut next = now + POLL;
-            scopes.retain(|weak| {
+            state.scopes.retain(|weak| {
                 let Some(shared) = weak.upgrade() else {
                     return false;
                 };
@@ -328,14 +356,15 @@ impl Watchdog {
                     None => true,
                 }
             });
-            let wait = if scopes.is_empty() {
+            let wait = if state.scopes.is_empty() {
                 Duration::from_secs(3600)
             } else {
                 next.saturating_duration_since(Instant::now())
             };
-            scopes = self
+            state.until = Some(Instant::now() + wait);
+            state = self
                 .wake
-                .wait_timeout(scopes, wait)
+                .wait_timeout(state, wait)
                 .map(|(guard, _)| guard)
                 .unwrap_or_else(|e| e.into_inner().0);
         }

@@ -393,6 +393,43 @@ fn a_render_past_its_deadline_is_stopped_inside_xpath_and_its_stylesheet_runs_ag
 }
 
 #[test]
+fn renders_that_start_while_the_watchdog_is_already_watching_are_stopped_on_time() {
+    // The first scope wakes the watchdog; the ones entered while it is
+    // looking every POLL do not (src/ffi/budget.rs, Watchdog::watch) and
+    // must still be stopped at their deadlines, the short one included.
+    let (xsl, xml) = cubic(1000);
+    let runs: Vec<_> = [400u64, 150, 300, 20]
+        .into_iter()
+        .enumerate()
+        .map(|(i, ms)| {
+            let (xsl, xml) = (xsl.clone(), xml.clone());
+            std::thread::spawn(move || {
+                std::thread::sleep(std::time::Duration::from_millis(30 * i as u64));
+                let budget = RenderBudget {
+                    deadline: Some(
+                        std::time::Instant::now() + std::time::Duration::from_millis(ms),
+                    ),
+                    ..RenderBudget::unlimited()
+                };
+                run_budgeted(&xsl, &xml, &budget)
+            })
+        })
+        .collect();
+    for run in runs {
+        let (out, why, took) = run.join().unwrap();
+        assert!(
+            matches!(out, Err(XmlError::Stopped(Exceeded::Deadline))),
+            "{out:?}"
+        );
+        assert_eq!(why, Some(Exceeded::Deadline));
+        assert!(
+            took < std::time::Duration::from_secs(5),
+            "stopped after {took:?}"
+        );
+    }
+}
+
+#[test]
 fn a_cancelled_render_is_stopped() {
     let (xsl, xml) = cubic(1000);
     let budget = RenderBudget::unlimited();

@@ -365,7 +365,9 @@ async fn handle(State(app): State<Arc<App>>, mut request: Request) -> Response {
     };
     let response = match hot {
         Some(r) => r,
-        None => match Box::pin(respond(&app, request)).await {
+        // One drain of the file-change queue serves the whole request
+        // (crate::cache::SyncedSince).
+        None => match Box::pin(crate::cache::SyncedSince::task(respond(&app, request))).await {
             Ok(r) => r,
             Err(e) => {
                 // A failed render was logged where it failed, with the

@@ -57,7 +57,7 @@ use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
-use crate::cache::{ContentHash, Dep, Fingerprints, HotMemo, Store, Tier};
+use crate::cache::{ContentHash, Dep, Fingerprints, HotMemo, Store, SyncedSince, Tier};
 use crate::chain::{self, Selection};
 use crate::config::{CacheMode, RenderLimits, ServeConfig};
 use crate::ffi::{self, Limits, XmlDoc};
@@ -597,13 +597,18 @@ impl Pipeline {
     /// render is not read into memory either).
     fn read_within_size(&self, located: &Located) -> Result<Source, PipelineError> {
         let max = self.render_limits.max_source_bytes;
-        if let Ok(meta) = std::fs::metadata(located.path.as_path())
-            && meta.len() > max
+        // The size the watcher vouches for, else one `stat`.
+        let path = located.path.as_path();
+        let len = self.files.fingerprints().vouched_stamp(path).map_or_else(
+            || std::fs::metadata(path).map(|m| m.len()).ok(),
+            |s| Some(s.size()),
+        );
+        if let Some(len) = len
+            && len > max
         {
             return Err(PipelineError::Limit(format!(
-                "{} is {} bytes, more than max-source-size ({max} bytes)",
+                "{} is {len} bytes, more than max-source-size ({max} bytes)",
                 located.path.rel(),
-                meta.len()
             )));
         }
         self.within_size(self.sources.read(located)?)
@@ -638,6 +643,7 @@ impl Pipeline {
         // files, what they read), for a document made of files only.
         if from_file && !rendered.uncacheable && !rendered.undated {
             rendered.last_modified = newest(
+                self.files.fingerprints(),
                 std::iter::once(located.path.as_path()).chain(
                     rendered
                         .sources
@@ -812,7 +818,13 @@ impl Pipeline {
                 Some(s) => s,
                 None => self.source_for(located, source_hash)?,
             };
-            let entry = self.pool.run(move || job.run_all(source.bytes)).await??;
+            let entry = self
+                .pool
+                .run(move || {
+                    let _fresh = SyncedSince::now();
+                    job.run_all(source.bytes)
+                })
+                .await??;
             let mut out = rendered(&entry, status, None);
             out.uncacheable = uncacheable;
             out.sources = Some(files_of(&stage_files, &entry));
@@ -831,7 +843,10 @@ impl Pipeline {
                         None => self.source_for(located, source_hash)?,
                     };
                     self.pool
-                        .run(move || job.run_all(source.bytes).map(Arc::new))
+                        .run(move || {
+                            let _fresh = SyncedSince::now();
+                            job.run_all(source.bytes).map(Arc::new)
+                        })
                         .await?
                 };
                 let got = self
@@ -922,10 +937,18 @@ fn files_of(stage_files: &[Dep], entry: &crate::cache::Entry) -> Arc<[Dep]> {
 }
 
 /// The latest modification time of `paths` that exist (an absent
-/// dependency has none); None when none does.
-fn newest<'a>(paths: impl Iterator<Item = &'a Path>) -> Option<std::time::SystemTime> {
+/// dependency has none); None when none does. Each from the stamp the
+/// watcher vouches for, else from one `stat` (four a request of the
+/// article, before).
+fn newest<'a>(
+    fingerprints: &Fingerprints,
+    paths: impl Iterator<Item = &'a Path>,
+) -> Option<std::time::SystemTime> {
     paths
-        .filter_map(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
+        .filter_map(|p| match fingerprints.vouched_stamp(p) {
+            Some(stamp) => stamp.modified(),
+            None => std::fs::metadata(p).and_then(|m| m.modified()).ok(),
+        })
         .max()
 }
 
