@@ -265,7 +265,7 @@ impl Fingerprints {
     fn synced(&self) -> Option<(Arc<Watcher>, Arc<Path>)> {
         let watch = self.watch.get()?;
         let watcher = watch.watcher.upgrade()?;
-        watcher.sync();
+        watcher.sync_for_request();
         Some((watcher, watch.root()))
     }
 

@@ -146,15 +146,24 @@ impl Watcher {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Applies every queued event. Returns after the queue was seen empty,
-    /// by this call or, inside a [`SyncedSince`] scope, by any drain that
-    /// began at or after the scope's instant (so one request piece drains
+    /// Applies every queued event. Returns after the queue was seen empty.
+    /// (The hot memo's check: outside any piece of request work, and kept
+    /// to the one read it costs.)
+    pub fn sync(&self) {
+        let mut inner = self.lock();
+        self.drain(&mut inner);
+    }
+
+    /// [`Watcher::sync`] for a check made as part of a request: inside a
+    /// [`SyncedSince`] piece it returns at once when a drain that began at
+    /// or after the piece began found the queue empty (so one piece drains
     /// once, not once per file it checks: that was 8 `read` calls, each
     /// finding the queue empty, per uncached request of the article).
-    pub fn sync(&self) {
-        if let Some(since) = since()
-            && self.clean_from.load(Ordering::Acquire) > self.nanos(since)
-        {
+    pub fn sync_for_request(&self) {
+        let Some(since) = since() else {
+            return self.sync();
+        };
+        if self.clean_from.load(Ordering::Acquire) > self.nanos(since) {
             return;
         }
         let began = Instant::now();
@@ -446,7 +455,7 @@ mod tests {
     }
 
     fn fresh(w: &Watcher, t: &Token) -> bool {
-        w.sync();
+        w.sync_for_request();
         w.unchanged(t)
     }
 
