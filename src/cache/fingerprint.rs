@@ -281,25 +281,13 @@ impl Fingerprints {
     /// write during the read shows as a different stamp later).
     pub fn stamped(&self, path: &Path) -> io::Result<(Stamp, ContentHash)> {
         let mut seen = self.memo.get(path);
-        if let Some(s) = &seen
-            && !s.forgotten()
-            && self.trust.load(std::sync::atomic::Ordering::Relaxed)
-        {
-            return Ok((s.stamp, s.hash));
-        }
-        if let Some(Seen {
-            stamp,
-            hash,
-            watched: Watched::Token(token),
-        }) = &seen
-        {
-            if let Some((watcher, _)) = self.synced() {
-                if watcher.unchanged(token) {
-                    return Ok((*stamp, *hash));
-                }
+        if let Some(s) = &seen {
+            match self.vouches(s) {
+                Some(true) => return Ok((s.stamp, s.hash)),
                 // Changed: the change hook may have marked the entry
                 // forgotten.
-                seen = self.memo.get(path);
+                Some(false) => seen = self.memo.get(path),
+                None => {}
             }
         }
         let stamp = Stamp::current(path)?;
@@ -428,23 +416,28 @@ impl Fingerprints {
         }
     }
 
-    /// The stamp of `path` as the memo knows it, when that takes no I/O and
-    /// is current: believed under `--freshness trust`, or held under a watch
-    /// token the watcher, synced, still vouches for (as [`Self::stamped`]
-    /// decides). None otherwise: the caller asks the file system.
-    pub fn vouched_stamp(&self, path: &Path) -> Option<Stamp> {
-        let seen = self.memo.get(path)?;
-        if seen.forgotten() {
-            return None;
-        }
-        if self.trust.load(std::sync::atomic::Ordering::Relaxed) {
-            return Some(seen.stamp);
+    /// Whether the memo's `seen` is current with no I/O: `Some(true)` when
+    /// believed (`--freshness trust`) or when the watcher, synced, vouches
+    /// for its token; `Some(false)` when the watcher saw a change; `None`
+    /// when nothing can tell without a `stat`.
+    fn vouches(&self, seen: &Seen) -> Option<bool> {
+        if !seen.forgotten() && self.trust.load(std::sync::atomic::Ordering::Relaxed) {
+            return Some(true);
         }
         let Watched::Token(token) = &seen.watched else {
             return None;
         };
         let (watcher, _) = self.synced()?;
-        watcher.unchanged(token).then_some(seen.stamp)
+        Some(watcher.unchanged(token))
+    }
+
+    /// The current stamp of `path`: the memo's when it is vouched for (no
+    /// I/O), else one `stat` ([`Stamp::current`]).
+    pub fn current_stamp(&self, path: &Path) -> io::Result<Stamp> {
+        match self.memo.get(path) {
+            Some(seen) if self.vouches(&seen) == Some(true) => Ok(seen.stamp),
+            _ => Stamp::current(path),
+        }
     }
 
     /// The stamp under which `path` was last seen to have content `hash`,
@@ -549,24 +542,27 @@ mod tests {
     }
 
     #[test]
-    fn a_vouched_stamp_is_the_current_one_or_none() {
+    fn the_current_stamp_comes_from_the_memo_only_while_the_watcher_vouches() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
         let p = root.join("a.xml");
         std::fs::write(&p, "one").unwrap();
         let (f, _w) = watched(&root);
-        assert_eq!(f.vouched_stamp(&p), None, "never seen");
+        let vouched_now = |f: &Fingerprints| f.memo.get(&p).and_then(|s| f.vouches(&s));
+        assert_eq!(vouched_now(&f), None, "never seen");
+        assert_eq!(f.current_stamp(&p).unwrap(), Stamp::current(&p).unwrap());
         f.stamped(&p).unwrap();
         f.stamped(&p).unwrap(); // watched from the second check on
-        assert!(vouched(&f, &p));
+        assert_eq!(vouched_now(&f), Some(true));
         let now = Stamp::current(&p).unwrap();
-        assert_eq!(f.vouched_stamp(&p), Some(now));
+        assert_eq!(f.current_stamp(&p).unwrap(), now);
         assert_eq!(
             now.modified(),
             Some(std::fs::metadata(&p).unwrap().modified().unwrap())
         );
         assert_eq!(now.size(), 3);
-        // A new modification time with the same bytes (touch).
+        // A new modification time with the same bytes (touch): the memo's
+        // stamp is no longer vouched for, and the current one is read.
         let later =
             std::fs::metadata(&p).unwrap().modified().unwrap() + std::time::Duration::from_secs(7);
         std::fs::File::options()
@@ -575,13 +571,14 @@ mod tests {
             .unwrap()
             .set_modified(later)
             .unwrap();
-        assert_eq!(f.vouched_stamp(&p), None, "changed: ask the file system");
+        assert_ne!(vouched_now(&f), Some(true));
+        assert_eq!(f.current_stamp(&p).unwrap().modified(), Some(later));
         f.stamped(&p).unwrap();
         f.stamped(&p).unwrap();
-        let stamp = f.vouched_stamp(&p).unwrap();
-        assert_eq!(stamp.modified(), Some(later));
+        assert_eq!(vouched_now(&f), Some(true));
+        assert_eq!(f.current_stamp(&p).unwrap().modified(), Some(later));
         std::fs::remove_file(&p).unwrap();
-        assert_eq!(f.vouched_stamp(&p), None);
+        assert!(f.current_stamp(&p).is_err());
     }
 
     #[test]

@@ -398,7 +398,7 @@ fn since() -> Option<Instant> {
 }
 
 /// A piece of one request's work, begun at an instant: inside it,
-/// [`Watcher::sync`] is satisfied by any drain that began at or after that
+/// [`Watcher::sync_for_request`] is satisfied by any drain that began at or after that
 /// instant and found the queue empty. A change finished before the piece
 /// began was queued before such a drain began, so it is applied, as with a
 /// drain per check; a change made while the piece runs may or may not be
@@ -497,8 +497,8 @@ mod tests {
             let _inner = SyncedSince::now();
             assert!(!fresh(&w, &t));
         }
-        std::fs::write(&x, "5").unwrap();
         let t = w.register(&root, [x.as_path()]).unwrap();
+        std::fs::write(&x, "5").unwrap();
         assert!(
             fresh(&w, &t),
             "the outer piece was served by the inner drain"

@@ -55,7 +55,13 @@ pub fn init() {
             sys::shim_share_xslt_elements();
             // The XPath contexts transforms reuse (csrc/xpath_pool.c): finds
             // libxml2's xmlXPathNewContext behind the executable's.
-            XPATH_POOL.store(sys::shim_xpath_pool_init() != 0, Ordering::Release);
+            let pooled = sys::shim_xpath_pool_init() != 0;
+            XPATH_POOL.store(pooled, Ordering::Release);
+            if !pooled {
+                tracing::error!(
+                    "libxml2's xmlXPathNewContext was not found behind Axle's (csrc/xpath_pool.c): no XSLT transform can start"
+                );
+            }
             sys::shim_install_xslt_error();
             sys::xmlSetExternalEntityLoader(Some(entity_loader));
             // Defence in depth: libxml2's own file and HTTP input handlers

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 
-use crate::cache::{ContentHash, Dep, Entry};
+use crate::cache::{ContentHash, Dep, Entry, SyncedSince};
 use crate::ffi::{Limits, UntrustedLimits, XmlDoc, XmlError};
 use crate::language::{LanguageError, RequestInfo, StageContext, StageData};
 use crate::prolog::Prolog;
@@ -231,6 +231,9 @@ impl ChainJob {
     /// Runs the whole chain (modes `off` and `all`): one pool job, trees
     /// handed on where faithful.
     pub(super) fn run_all(&self, source: Bytes) -> Result<Entry, PipelineError> {
+        // One drain of the file-change queue for the job's checks
+        // (crate::cache::SyncedSince).
+        let _fresh = SyncedSince::now();
         self.write_trace(0, &source);
         let mut data = StageData::Bytes(source);
         let mut deps: Vec<Dep> = Vec::new();

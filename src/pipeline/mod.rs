@@ -57,7 +57,7 @@ use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
-use crate::cache::{ContentHash, Dep, Fingerprints, HotMemo, Store, SyncedSince, Tier};
+use crate::cache::{ContentHash, Dep, Fingerprints, HotMemo, Store, Tier};
 use crate::chain::{self, Selection};
 use crate::config::{CacheMode, RenderLimits, ServeConfig};
 use crate::ffi::{self, Limits, XmlDoc};
@@ -597,13 +597,11 @@ impl Pipeline {
     /// render is not read into memory either).
     fn read_within_size(&self, located: &Located) -> Result<Source, PipelineError> {
         let max = self.render_limits.max_source_bytes;
-        // The size the watcher vouches for, else one `stat`.
-        let path = located.path.as_path();
-        let len = self.files.fingerprints().vouched_stamp(path).map_or_else(
-            || std::fs::metadata(path).map(|m| m.len()).ok(),
-            |s| Some(s.size()),
-        );
-        if let Some(len) = len
+        let stamp = self
+            .files
+            .fingerprints()
+            .current_stamp(located.path.as_path());
+        if let Ok(len) = stamp.map(|s| s.size())
             && len > max
         {
             return Err(PipelineError::Limit(format!(
@@ -818,13 +816,7 @@ impl Pipeline {
                 Some(s) => s,
                 None => self.source_for(located, source_hash)?,
             };
-            let entry = self
-                .pool
-                .run(move || {
-                    let _fresh = SyncedSince::now();
-                    job.run_all(source.bytes)
-                })
-                .await??;
+            let entry = self.pool.run(move || job.run_all(source.bytes)).await??;
             let mut out = rendered(&entry, status, None);
             out.uncacheable = uncacheable;
             out.sources = Some(files_of(&stage_files, &entry));
@@ -843,10 +835,7 @@ impl Pipeline {
                         None => self.source_for(located, source_hash)?,
                     };
                     self.pool
-                        .run(move || {
-                            let _fresh = SyncedSince::now();
-                            job.run_all(source.bytes).map(Arc::new)
-                        })
+                        .run(move || job.run_all(source.bytes).map(Arc::new))
                         .await?
                 };
                 let got = self
@@ -937,18 +926,15 @@ fn files_of(stage_files: &[Dep], entry: &crate::cache::Entry) -> Arc<[Dep]> {
 }
 
 /// The latest modification time of `paths` that exist (an absent
-/// dependency has none); None when none does. Each from the stamp the
-/// watcher vouches for, else from one `stat` (four a request of the
-/// article, before).
+/// dependency has none); None when none does. Each from
+/// [`Fingerprints::current_stamp`]: no `stat` for a file the watcher
+/// vouches for (four a request of the article, before).
 fn newest<'a>(
     fingerprints: &Fingerprints,
     paths: impl Iterator<Item = &'a Path>,
 ) -> Option<std::time::SystemTime> {
     paths
-        .filter_map(|p| match fingerprints.vouched_stamp(p) {
-            Some(stamp) => stamp.modified(),
-            None => std::fs::metadata(p).and_then(|m| m.modified()).ok(),
-        })
+        .filter_map(|p| fingerprints.current_stamp(p).ok()?.modified())
         .max()
 }
 
