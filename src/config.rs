@@ -96,6 +96,11 @@ pub struct ServeConfig {
     /// Threads accepting and serving connections, each with its own
     /// single-threaded runtime (0: one per CPU).
     pub io_threads: usize,
+    /// How long a finished render's result may wait for the connection
+    /// thread while transforms queue (`--handoff-window`; zero: each is
+    /// handed back at once). Batches the hand-offs of a loaded server;
+    /// an idle one adds no delay.
+    pub handoff_window: std::time::Duration,
     /// Serialize and re-parse at every stage boundary instead of handing
     /// faithful trees on. Slower; exists to verify that the hand-off never
     /// changes a byte (the tests compare both).
@@ -181,6 +186,7 @@ impl ServeConfig {
             limits: Limits::default(),
             workers: 0,
             io_threads: 0,
+            handoff_window: DEFAULT_HANDOFF_WINDOW,
             force_byte_handoff: false,
             freshness: Freshness::Watch,
             reuse_port: false,
@@ -201,6 +207,25 @@ impl ServeConfig {
 
 /// The default output cache budget: 256 MiB.
 pub const DEFAULT_CACHE_SIZE: u64 = 256 << 20;
+
+/// The default hand-off window (`--handoff-window`): 2 ms.
+pub const DEFAULT_HANDOFF_WINDOW: std::time::Duration = std::time::Duration::from_millis(2);
+
+/// The longest hand-off window `--handoff-window` accepts: 50 ms. Longer
+/// would let a loaded server sit on finished pages for a visible time.
+pub const MAX_HANDOFF_WINDOW: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// Parses `--handoff-window`: a duration from 0 to [`MAX_HANDOFF_WINDOW`].
+pub fn parse_handoff_window(text: &str) -> Result<std::time::Duration, String> {
+    let window = parse_duration(text)?;
+    if window > MAX_HANDOFF_WINDOW {
+        return Err(format!(
+            "a hand-off window of '{text}' is longer than the {} ms allowed (2ms is the default, 0 turns batching off)",
+            MAX_HANDOFF_WINDOW.as_millis()
+        ));
+    }
+    Ok(window)
+}
 
 /// The default bound of the disk tier: 1 GiB.
 pub const DEFAULT_CACHE_DIR_SIZE: u64 = 1 << 30;
@@ -236,6 +261,18 @@ pub const DEFAULT_PORT: u16 = 8080;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_handoff_window_is_bounded() {
+        use std::time::Duration;
+        assert_eq!(parse_handoff_window("0"), Ok(Duration::ZERO));
+        assert_eq!(parse_handoff_window("2ms"), Ok(DEFAULT_HANDOFF_WINDOW));
+        assert_eq!(parse_handoff_window("50ms"), Ok(MAX_HANDOFF_WINDOW));
+        let err = parse_handoff_window("51ms").unwrap_err();
+        assert!(err.contains("longer than the 50 ms allowed"), "{err}");
+        assert!(parse_handoff_window("1s").is_err());
+        assert!(parse_handoff_window("soon").is_err());
+    }
 
     #[test]
     fn sizes_parse_in_every_spelling() {

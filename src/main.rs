@@ -210,6 +210,12 @@ enum Command {
         /// same address (0: one per CPU).
         #[arg(long, default_value_t = 0)]
         io_threads: usize,
+        /// How long a finished render may wait to be handed to its
+        /// connection while more renders queue (0: at once). Batching the
+        /// hand-offs saves switching between threads under load; an idle
+        /// server adds no delay.
+        #[arg(long, value_parser = axle::config::parse_handoff_window, default_value = "2ms")]
+        handoff_window: Duration,
         /// How a cached response is checked: `watch` (inotify; a hit costs
         /// no stat), `check` (stat every file it came from, per request;
         /// for network filesystems and hard-linked trees) or `trust` (no
@@ -439,6 +445,7 @@ fn main() -> ExitCode {
             cache_size,
             workers,
             io_threads,
+            handoff_window,
             freshness,
             cache_dir,
             cache_dir_size,
@@ -468,6 +475,7 @@ fn main() -> ExitCode {
             config.cache_size = cache_size;
             config.workers = workers;
             config.io_threads = io_threads;
+            config.handoff_window = handoff_window;
             config.freshness = freshness;
             config.cache_dir = cache_dir;
             config.cache_dir_size = cache_dir_size;

@@ -5,8 +5,13 @@
 //! sibling recursion overflows at ~3,250 levels, the limit is 3,000), and a
 //! stack overflow aborts the whole process. 16 MiB gives ~8× headroom.
 //! A panic inside a job is caught and becomes an error; the thread lives on.
+//!
+//! Results come back one at a time, or in batches while transforms queue
+//! ([`handoff`]).
 
 use std::panic::AssertUnwindSafe;
+
+mod handoff;
 
 /// Stack size of every transform thread.
 pub const STACK_SIZE: usize = 16 << 20;
@@ -36,6 +41,7 @@ pub struct Pool {
     queue: std::sync::mpsc::Sender<Job>,
     size: usize,
     load: std::sync::Arc<Load>,
+    handoff: std::sync::Arc<handoff::Handoff>,
 }
 
 /// Jobs waiting and running (the metrics' queue depth and busy threads).
@@ -46,8 +52,17 @@ struct Load {
 }
 
 impl Pool {
-    /// A pool of `threads` threads (0: one per CPU).
+    /// A pool of `threads` threads (0: one per CPU) that hands each
+    /// result back when its job ends.
     pub fn new(threads: usize) -> std::io::Result<Pool> {
+        Pool::with_window(threads, std::time::Duration::ZERO)
+    }
+
+    /// A pool of `threads` threads (0: one per CPU) whose results may wait
+    /// up to `window` while their thread has more work (the module's doc).
+    /// A non-zero window needs tokio's time driver in the runtimes that
+    /// call [`Pool::run`].
+    pub fn with_window(threads: usize, window: std::time::Duration) -> std::io::Result<Pool> {
         let size = if threads == 0 {
             std::thread::available_parallelism().map_or(2, |n| n.get())
         } else {
@@ -79,6 +94,7 @@ impl Pool {
             queue,
             size,
             load: std::sync::Arc::default(),
+            handoff: std::sync::Arc::new(handoff::Handoff::new(window)),
         })
     }
 
@@ -97,6 +113,12 @@ impl Pool {
         self.load.busy.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Results ever handed back in a batch rather than when their job
+    /// ended ([`handoff`]).
+    pub fn batched(&self) -> u64 {
+        self.handoff.held()
+    }
+
     /// Runs `job` on a pool thread and waits for it without blocking the
     /// async runtime.
     pub async fn run<T, F>(&self, job: F) -> Result<T, PoolError>
@@ -107,10 +129,12 @@ impl Pool {
         let (tx, rx) = tokio::sync::oneshot::channel();
         use std::sync::atomic::Ordering::Relaxed;
         let load = std::sync::Arc::clone(&self.load);
-        load.queued.fetch_add(1, Relaxed);
+        let handoff = std::sync::Arc::clone(&self.handoff);
+        let in_flight = load.queued.fetch_add(1, Relaxed) + 1 + load.busy.load(Relaxed);
         let job: Job = Box::new(move || {
             load.queued.fetch_sub(1, Relaxed);
             load.busy.fetch_add(1, Relaxed);
+            let started = std::time::Instant::now();
             let result = std::panic::catch_unwind(AssertUnwindSafe(job)).map_err(|payload| {
                 let msg = payload
                     .downcast_ref::<&str>()
@@ -120,12 +144,18 @@ impl Pool {
                 PoolError::Panicked(msg)
             });
             load.busy.fetch_sub(1, Relaxed);
-            let _ = tx.send(result);
+            let more_work = load.queued.load(Relaxed) > 0;
+            handoff.finish(Box::new(move || drop(tx.send(result))), started, more_work);
         });
         self.queue.send(job).map_err(|_| {
             self.load.queued.fetch_sub(1, Relaxed);
             PoolError::Closed
         })?;
+        if in_flight > self.size {
+            let (load, size) = (std::sync::Arc::clone(&self.load), self.size);
+            self.handoff
+                .collect(move || load.queued.load(Relaxed) + load.busy.load(Relaxed) > size);
+        }
         rx.await.map_err(|_| PoolError::Closed)?
     }
 

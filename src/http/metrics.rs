@@ -376,6 +376,12 @@ pub async fn exposition(app: &App) -> Result<String, prometheus::Error> {
         "Transform threads running a job",
         busy as u64,
     )?;
+    let held = IntCounter::new(
+        "axle_pool_results_batched_total",
+        "Render results handed back in a batch (the hand-off window) rather than at once",
+    )?;
+    held.inc_by(pipeline.pool_batched());
+    scrape.register(Box::new(held))?;
     gauge(
         "axle_compiled_stages",
         "Compiled stages held (stylesheets and other Languages' resources)",

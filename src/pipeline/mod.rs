@@ -319,7 +319,7 @@ impl Pipeline {
         };
         let intermediates = if incremental { outputs / 32 } else { 0 };
         let watcher = watcher(config, &fingerprints).map(Arc::new);
-        let pool = Pool::new(config.workers)?;
+        let pool = Pool::with_window(config.workers, config.handoff_window)?;
         let lower = lower_tiers(config, files.root())?;
         let trust = config.freshness == crate::config::Freshness::Trust;
         if trust {
@@ -366,6 +366,11 @@ impl Pipeline {
     /// The transform pool's threads, jobs waiting, and threads busy.
     pub fn pool_load(&self) -> (usize, usize, usize) {
         (self.pool.size(), self.pool.queued(), self.pool.busy())
+    }
+
+    /// Render results ever handed back in a batch (the hand-off window).
+    pub fn pool_batched(&self) -> u64 {
+        self.pool.batched()
     }
 
     /// Compiled stages held (stylesheets and other Languages' resources).
