@@ -147,6 +147,13 @@ pub struct Location {
     /// XSP page's source shown by `?passthru=1`: a page holds its SQL and
     /// its logic.
     pub passthru_set: bool,
+    /// `negotiate = true`: a document with a stylesheet chain is the
+    /// rendered page or the source as it is, chosen by `Accept`
+    /// (`http::negotiate`); responses carry `Vary: Accept`.
+    pub negotiate: bool,
+    /// `source-type`: the media type a negotiated source is sent as; None:
+    /// by its root element (Atom, RSS, else `application/xml`).
+    pub source_type: Option<String>,
     /// For a posted document (`post` source): the Languages its PIs may
     /// name, by name (`xslt`, `passthru`, `xsp`, `filter:TYPE`, a
     /// plug-in's name). Default: `xslt`. Never an embedded stylesheet.
@@ -510,6 +517,8 @@ impl SiteConfig {
             order: ProcessorOrder::Fallback,
             passthru: true,
             passthru_set: false,
+            negotiate: false,
+            source_type: None,
             client_stages: Arc::from(vec!["xslt".to_string()]),
             params: ParamPolicy::All,
             index: Some("index.xml".into()),
@@ -565,6 +574,13 @@ impl SiteConfig {
             if let Some(v) = r.passthru {
                 l.passthru = v;
                 l.passthru_set = true;
+            }
+            if let Some(v) = r.negotiate {
+                l.negotiate = v;
+            }
+            if let Some(v) = &r.source_type {
+                // "" turns an inherited type off; validated at load.
+                l.source_type = Some(v.trim().to_string()).filter(|v| !v.is_empty());
             }
             if let Some(v) = &r.params {
                 l.params = match v {

@@ -325,6 +325,10 @@ fn build(
     if vary_charset {
         headers.append(header::VARY, HeaderValue::from(header::ACCEPT_CHARSET));
     }
+    if location.negotiate {
+        // The page or the source, by `Accept` (`super::negotiate`).
+        headers.append(header::VARY, HeaderValue::from(header::ACCEPT));
+    }
     if let Some(v) = &head.cache_control {
         headers.insert(header::CACHE_CONTROL, v.clone());
     }

@@ -11,7 +11,7 @@ use axum::http::{Method, header};
 use axum::response::Response;
 
 use super::params::{pairs, params};
-use super::{App, Chosen, choose, conn, passthru};
+use super::{App, Chosen, choose, conn, negotiate, passthru};
 use crate::cache::{FieldKey, Key};
 use crate::pipeline::{HotHit, Pipeline, Rendered};
 use crate::provider::normalize_request_path;
@@ -121,7 +121,9 @@ pub(super) fn hot_wire(app: &App, head: &conn::Head<'_>) -> conn::Fast {
     let Some((key, location)) = hot_memo_key(app, head.method, head.path, head.query, head) else {
         return conn::Fast::Missed;
     };
-    if location.output_charset.is_some() {
+    if location.output_charset.is_some() || location.negotiate {
+        // Headers the wire form does not write (`Vary: Accept-Charset`,
+        // `Vary: Accept`): the ordinary path answers, memo and all.
         return conn::Fast::Pass;
     }
     let rendered = match app.pipeline.hot_find(&key) {
@@ -231,6 +233,10 @@ pub(super) fn hot_key(
         || location.directories
         || location.trace.is_some()
     {
+        return None;
+    }
+    if location.negotiate && !negotiate::surely_page(headers, location.source_type.as_deref()) {
+        // It may want the source, whose type only the source says.
         return None;
     }
     let chosen = choose::choose(location, headers, query, None);

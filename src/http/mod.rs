@@ -17,6 +17,7 @@ mod error;
 mod hot;
 mod look;
 mod metrics;
+mod negotiate;
 pub mod pages;
 mod params;
 mod passthru;
@@ -525,6 +526,25 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
         let source = provider.read(&located).map_err(not_found)?;
         if passthru::shows(&location, &source) {
             return Ok(passthru::response(app, source, request.headers(), &location).await);
+        }
+    } else if location.negotiate
+        && method != Method::POST
+        && !negotiate::surely_page(request.headers(), location.source_type.as_deref())
+    {
+        // A client that may want the source: read it to know its type.
+        let source = provider.read(&located).map_err(not_found)?;
+        if let Some(source_type) = negotiate::negotiated_type(&location, &source)
+            && negotiate::choose(request.headers(), &source_type)
+                == negotiate::Representation::Source
+        {
+            return Ok(negotiate::source_response(
+                app,
+                source,
+                &source_type,
+                request.headers(),
+                &location,
+            )
+            .await);
         }
     }
     let headers = request.headers().clone();

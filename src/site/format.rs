@@ -146,6 +146,11 @@ pub(super) struct Section {
     pub(super) order: Option<OrderWord>,
     pub(super) reset: Option<bool>,
     pub(super) passthru: Option<bool>,
+    /// Documents with a stylesheet chain negotiate by `Accept` between
+    /// the rendered page and the source as it is.
+    pub(super) negotiate: Option<bool>,
+    /// The media type a negotiated source is sent as ("": by its root).
+    pub(super) source_type: Option<String>,
     pub(super) client_stages: Option<Vec<String>>,
     pub(super) params: Option<ParamSetting>,
     pub(super) index: Option<String>,

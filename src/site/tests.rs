@@ -152,6 +152,17 @@ fn bad_values_name_their_key_not_the_section() {
         ("params = [1]", "params", "untagged enum"),
         ("params = \"some\"", "params", "\"all\", \"none\""),
         ("passthru = \"yes\"", "passthru", "expected a boolean"),
+        ("negotiate = \"yes\"", "negotiate", "expected a boolean"),
+        (
+            "source-type = \"atom\"",
+            "source-type",
+            "is not a media type",
+        ),
+        (
+            "source-type = \"text/x opml\"",
+            "source-type",
+            "is not a media type",
+        ),
         ("style-key = 3", "style-key", "expected a string"),
         ("style-cookie = false", "style-cookie", "expected a string"),
         ("reset = 1", "reset", "expected a boolean"),

@@ -321,6 +321,15 @@ pub(super) fn validate(
             format!("'{v}' is not a header value (visible ASCII, e.g. \"public, max-age=300\")"),
         ));
     }
+    if let Some(v) = &raw.source_type
+        && !v.trim().is_empty()
+        && !is_media_type(v)
+    {
+        errors.push(here.err(
+            "source-type",
+            format!("'{v}' is not a media type (type/subtype, e.g. \"application/atom+xml\")"),
+        ));
+    }
     let output_charset = match &raw.output_charset {
         Some(c) if c.eq_ignore_ascii_case("accept") => Some(OutputCharset::Accept),
         Some(c) => match encoding_rs::Encoding::for_label(c.as_bytes()) {
@@ -379,4 +388,19 @@ pub(super) fn validate(
         source,
         problems,
     })
+}
+
+/// Whether `v` is a media type Axle can send: `type/subtype` of token
+/// characters, then parameters, all a valid header value.
+fn is_media_type(v: &str) -> bool {
+    let token = |t: &str| {
+        !t.is_empty()
+            && t.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"!#$&-^_.+".contains(&b))
+    };
+    let essence = v.split(';').next().unwrap_or("").trim();
+    http::HeaderValue::from_str(v).is_ok()
+        && essence
+            .split_once('/')
+            .is_some_and(|(t, s)| token(t) && token(s))
 }

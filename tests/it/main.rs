@@ -30,6 +30,7 @@ mod limits_render;
 mod links;
 mod listings;
 mod metrics;
+mod negotiation;
 mod pages;
 mod post_attacks;
 mod private_files;

@@ -6,7 +6,7 @@ use crate::support::{MODES, TestServer};
 use axle::CacheMode;
 use std::path::Path;
 
-const PAGES: [&str; 20] = [
+const PAGES: [&str; 23] = [
     "/",
     "/styles/",
     "/styles/?style=print",
@@ -24,6 +24,9 @@ const PAGES: [&str; 20] = [
     "/formats/feed.xml",
     "/formats/notes.xml",
     "/formats/latin1.xml",
+    "/browser/",
+    "/browser/feed.xml",
+    "/browser/sitemap.xml",
     "/dynamic/",
     "/dynamic/posted.xml",
     "/dynamic/mirrored/page.xml",
@@ -161,6 +164,50 @@ async fn the_dynamic_samples_work_as_their_pages_say() {
     let mut config = axle::ServeConfig::new(samples());
     config.cache_mode = CacheMode::Incremental;
     let server = TestServer::start_full(config, registry, site).await;
+
+    // /browser/ negotiates: a page for a browser, the feed for a feed
+    // reader, as its page says.
+    let chromium = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
+    let page = server
+        .request(
+            reqwest::Method::GET,
+            "/browser/feed.xml",
+            &[("accept", chromium)],
+        )
+        .await;
+    assert_eq!(page.status, 200);
+    assert!(page.header("content-type").starts_with("text/html"));
+    assert!(
+        page.text()
+            .contains("curl -H 'Accept: application/atom+xml'"),
+        "{}",
+        page.text()
+    );
+    let feed = server
+        .request(
+            reqwest::Method::GET,
+            "/browser/feed.xml",
+            &[("accept", "application/atom+xml")],
+        )
+        .await;
+    assert_eq!(feed.header("content-type"), "application/atom+xml");
+    assert_eq!(
+        feed.body,
+        std::fs::read(samples().join("browser/feed.xml")).unwrap()
+    );
+    let sitemap = server
+        .request(
+            reqwest::Method::GET,
+            "/browser/sitemap.xml",
+            &[("accept", "application/xml")],
+        )
+        .await;
+    assert_eq!(sitemap.header("content-type"), "application/xml");
+    let home = server.get("/").await;
+    assert!(
+        home.text().contains("href=\"/browser/\""),
+        "linked from the index"
+    );
 
     let index = server.get("/dynamic/").await;
     assert_eq!(index.status, 200, "{}", index.text());
