@@ -34,7 +34,6 @@ use libfuzzer_sys::fuzz_target;
 
 const PREFIX: &str = "/cgi";
 
-
 /// The configured headers (the defaults and one more) and their variables.
 fn configured() -> &'static (Vec<String>, HashSet<String>) {
     static CONFIGURED: OnceLock<(Vec<String>, HashSet<String>)> = OnceLock::new();

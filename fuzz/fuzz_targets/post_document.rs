@@ -139,8 +139,7 @@ fuzz_target!(|data: &[u8]| {
     };
     for limits in [UntrustedLimits::default(), tight] {
         let recorder = Arc::new(Recorder::default());
-        let parsed =
-            XmlDoc::parse_untrusted_with(&doc, "/post/doc.xml", &limits, recorder.clone());
+        let parsed = XmlDoc::parse_untrusted_with(&doc, "/post/doc.xml", &limits, recorder.clone());
         let loads = recorder.0.lock().unwrap().clone();
         assert!(
             loads.is_empty(),

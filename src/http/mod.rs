@@ -318,6 +318,7 @@ pub fn hit_bytes(app: &App, request: Bytes, head: &mut Vec<u8>) -> Option<Bytes>
 pub mod wire {
     pub use super::access_log::{Format as AccessLogFormat, raw_line as access_log_raw_line};
     pub use super::conn::{Fast, Head, Headers, Wire, fast_answer};
+    pub use super::negotiate::{Representation, choose as choose_representation, surely_page};
 }
 
 async fn handle(State(app): State<Arc<App>>, mut request: Request) -> Response {
@@ -533,7 +534,9 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
     {
         // A client that may want the source: read it to know its type.
         let source = provider.read(&located).map_err(not_found)?;
-        if let Some(source_type) = negotiate::negotiated_type(&location, &source)
+        // Never an XSP page's source (its logic and SQL), as for passthru.
+        if passthru::shows(&location, &source)
+            && let Some(source_type) = negotiate::negotiated_type(&location, &source)
             && negotiate::choose(request.headers(), &source_type)
                 == negotiate::Representation::Source
         {

@@ -30,7 +30,7 @@ use crate::site::Location;
 
 /// Which of a negotiating document's representations a client gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Representation {
+pub enum Representation {
     /// The page its stylesheet chain renders.
     Page,
     /// The source document, byte for byte.
@@ -48,7 +48,7 @@ const RDF_NS: &str = "http://www.w3.org/1999/02/22-rdf-syntax-ns#";
 /// set; else `application/atom+xml` for an Atom feed,
 /// `application/rss+xml` for RSS (2.0's `<rss>`, or 1.0's `rdf:RDF` when
 /// the document names RSS 1.0's namespace), `application/xml` otherwise.
-pub(crate) fn source_type(root: &RootName, source: &[u8], configured: Option<&str>) -> String {
+pub fn source_type(root: &RootName, source: &[u8], configured: Option<&str>) -> String {
     if let Some(t) = configured {
         return t.to_string();
     }
@@ -226,7 +226,7 @@ fn page_quality(ranges: &[Range<'_>]) -> f32 {
 /// of `source_type`: the source only when `Accept` gives it a strictly
 /// higher quality than the page. No `Accept` (or one with no usable
 /// range) means any type, so the page.
-pub(crate) fn choose(headers: &impl Headers, source_type: &str) -> Representation {
+pub fn choose(headers: &impl Headers, source_type: &str) -> Representation {
     let ranges = ranges(headers);
     if ranges.is_empty() || quality(&ranges, source_type) <= page_quality(&ranges) {
         Representation::Page
@@ -238,7 +238,7 @@ pub(crate) fn choose(headers: &impl Headers, source_type: &str) -> Representatio
 /// Whether `headers` get the page whatever the source's type turns out
 /// to be (`configured`, or any of those [`source_type`] gives): then the
 /// page may be answered without reading the source (the hot memo).
-pub(crate) fn surely_page(headers: &impl Headers, configured: Option<&str>) -> bool {
+pub fn surely_page(headers: &impl Headers, configured: Option<&str>) -> bool {
     let ranges = ranges(headers);
     if ranges.is_empty() {
         return true;

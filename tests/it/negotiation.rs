@@ -231,6 +231,11 @@ async fn passthru_a_single_representation_and_other_locations_are_unchanged() {
         reader.header("content-type")
     );
 
+    // An XSP page's source is its logic: never sent, as for passthru.
+    let r = ask(&s, Method::GET, "/secret.xml", Some("application/xml")).await;
+    assert!(!r.text().contains("never shown"), "{}", r.text());
+    assert!(!r.header("content-type").starts_with("application/xml"));
+
     // Without negotiate, a feed reader gets the page, as before.
     let (_dir2, _root2, plain) = {
         let dir = tempfile::tempdir().unwrap();
