@@ -52,6 +52,9 @@ pub(super) fn hot_response(app: &App, request: &Request) -> Hot {
     ) else {
         return Hot::Miss;
     };
+    if may_want_source(&location, request.headers()) {
+        return Hot::Miss;
+    }
     match app.pipeline.hot_find(&key) {
         Some(HotHit::Ready(rendered)) => {
             match super::document::hot_document_response(
@@ -213,6 +216,16 @@ pub(super) fn etag_matches(headers: &impl conn::Headers, etag: &[u8]) -> bool {
     })
 }
 
+/// Whether a request may want a negotiating document's source
+/// (`negotiate = true`), whose type only the source says: then the hot
+/// memo, which holds pages, must not answer it, nor memoize its answer.
+/// (Only on the ordinary path: the connection loop's own writer passes
+/// every negotiating location to it, so `hot_wire` never asks, and
+/// `hot_key` stays as it was for the wire's `Head`.)
+pub(super) fn may_want_source(location: &Location, headers: &axum::http::HeaderMap) -> bool {
+    location.negotiate && !negotiate::surely_page(headers, location.source_type.as_deref())
+}
+
 /// A request's hot-memo key, with the style choice and params it was built
 /// from (the render request of a miss is made of them).
 pub(super) type HotKey = (FieldKey, Chosen, Vec<(String, String)>);
@@ -233,10 +246,6 @@ pub(super) fn hot_key(
         || location.directories
         || location.trace.is_some()
     {
-        return None;
-    }
-    if location.negotiate && !negotiate::surely_page(headers, location.source_type.as_deref()) {
-        // It may want the source, whose type only the source says.
         return None;
     }
     let chosen = choose::choose(location, headers, query, None);

@@ -451,6 +451,7 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
     };
     let hot = match forced_media {
         Some(_) => None,
+        None if hot::may_want_source(&location, request.headers()) => None,
         None => hot_key(&method, &location, request.headers(), &query, &path),
     };
 
