@@ -16,14 +16,11 @@
 //! (Counting `application/xhtml+xml` too would hand the page to a tool
 //! asking for `application/*`, which wants XML.)
 
-use std::sync::Arc;
-
-use axum::http::{HeaderMap, HeaderValue, header};
+use axum::http::{HeaderMap, header};
 use axum::response::Response;
 
 use super::conn::Headers;
 use crate::cache::ContentHash;
-use crate::pipeline::{CacheStatus, Rendered};
 use crate::prolog::RootName;
 use crate::provider::Source;
 use crate::site::Location;
@@ -100,23 +97,15 @@ pub(crate) async fn source_response(
         ]
         .concat(),
     );
-    let rendered = Rendered::new(
+    super::passthru::untransformed(
+        app,
         source.bytes,
         tag,
-        Arc::from(source_type),
-        CacheStatus::Untransformed,
-    );
-    let mut untranscoded = location.clone();
-    untranscoded.output_charset = None;
-    let mut response =
-        super::document_response(app, rendered, request_headers, &untranscoded).await;
-    // document_response added `Vary: Accept` already (the location
-    // negotiates); the type is the source's own, so no sniffing.
-    response.headers_mut().insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    response
+        source_type,
+        request_headers,
+        location,
+    )
+    .await
 }
 
 /// One media range of an `Accept` header with its quality.

@@ -63,9 +63,31 @@ pub(super) async fn response(
     } else {
         RAW_XML_TYPE.to_string()
     };
-    let rendered = Rendered::new(
+    untransformed(
+        app,
         source.bytes,
         source.hash,
+        &content_type,
+        request_headers,
+        location,
+    )
+    .await
+}
+
+/// A source sent as it is stored (`?passthru=1`, or a negotiated source):
+/// `bytes` as `content_type`, ETag from `tag`, never transcoded nor
+/// cached, `Vary: Accept` (its type depends on it) and no sniffing.
+pub(super) async fn untransformed(
+    app: &super::App,
+    bytes: bytes::Bytes,
+    tag: crate::cache::ContentHash,
+    content_type: &str,
+    request_headers: &HeaderMap,
+    location: &Location,
+) -> Response {
+    let rendered = Rendered::new(
+        bytes,
+        tag,
         Arc::from(content_type),
         CacheStatus::Untransformed,
     );
@@ -74,7 +96,10 @@ pub(super) async fn response(
     let mut response =
         super::document_response(app, rendered, request_headers, &untranscoded).await;
     let headers = response.headers_mut();
-    headers.append(header::VARY, HeaderValue::from_static("accept"));
+    if !location.negotiate {
+        // A negotiating location's responses say it already.
+        headers.append(header::VARY, HeaderValue::from_static("accept"));
+    }
     // Without this a browser may sniff the text back into XML.
     headers.insert(
         header::X_CONTENT_TYPE_OPTIONS,

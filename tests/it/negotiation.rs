@@ -31,13 +31,7 @@ async fn server(mode: CacheMode) -> (tempfile::TempDir, PathBuf, TestServer) {
     let root = dir.path().join("root");
     copy_dir(&fixtures(), &root);
     let root = root.canonicalize().unwrap();
-    let config_path = root.join("axle.toml");
-    std::fs::write(&config_path, CONFIG).unwrap();
-    let registry = axle::Registry::default();
-    let site = axle::site::SiteConfig::load(&config_path, registry.clone()).unwrap();
-    let mut serve = axle::ServeConfig::new(&root);
-    serve.cache_mode = mode;
-    let server = TestServer::start_full(serve, registry, site).await;
+    let server = TestServer::start_with_toml(&root, CONFIG, mode).await;
     (dir, root, server)
 }
 
@@ -46,12 +40,15 @@ async fn ask(server: &TestServer, method: Method, path: &str, accept: Option<&st
     server.request(method, path, &headers).await
 }
 
+/// `Vary` names `Accept`, once.
 fn varies_on_accept(r: &Resp) -> bool {
     r.headers
         .get_all("vary")
         .iter()
         .flat_map(|v| v.to_str().unwrap().split(','))
-        .any(|v| v.trim().eq_ignore_ascii_case("accept"))
+        .filter(|v| v.trim().eq_ignore_ascii_case("accept"))
+        .count()
+        == 1
 }
 
 fn assert_page(r: &Resp, what: &str) {
@@ -216,6 +213,7 @@ async fn passthru_a_single_representation_and_other_locations_are_unchanged() {
     // ?passthru=1 is still the source as before: text/plain for a browser.
     let r = ask(&s, Method::GET, "/feed.xml?passthru=1", Some(CHROMIUM)).await;
     assert_eq!(r.status, 200);
+    assert!(varies_on_accept(&r), "{:?}", r.headers);
     assert!(
         r.header("content-type").starts_with("text/plain"),
         "{:?}",

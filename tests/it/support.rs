@@ -212,6 +212,18 @@ impl TestServer {
         Self::start_full(config, registry, site).await
     }
 
+    /// A server for `root` with `toml` written as its `axle.toml` and
+    /// loaded, in `mode`.
+    pub async fn start_with_toml(root: &Path, toml: &str, mode: CacheMode) -> TestServer {
+        let config_path = root.join("axle.toml");
+        std::fs::write(&config_path, toml).unwrap();
+        let registry = axle::Registry::default();
+        let site = axle::site::SiteConfig::load(&config_path, registry.clone()).unwrap();
+        let mut serve = axle::ServeConfig::new(root);
+        serve.cache_mode = mode;
+        Self::start_full(serve, registry, site).await
+    }
+
     /// A server with a loaded site configuration.
     pub async fn start_full(
         config: axle::ServeConfig,

@@ -26,13 +26,7 @@ pub fn site() -> (tempfile::TempDir, PathBuf) {
 /// [`site`] with `config` as its `axle.toml`, served in `mode`.
 pub async fn configured(config: &str, mode: CacheMode) -> (tempfile::TempDir, PathBuf, TestServer) {
     let (dir, root) = site();
-    let config_path = root.join("axle.toml");
-    std::fs::write(&config_path, config).unwrap();
-    let registry = axle::Registry::default();
-    let site = axle::site::SiteConfig::load(&config_path, registry.clone()).unwrap();
-    let mut serve = axle::ServeConfig::new(&root);
-    serve.cache_mode = mode;
-    let server = TestServer::start_full(serve, registry, site).await;
+    let server = TestServer::start_with_toml(&root, config, mode).await;
     (dir, root, server)
 }
 
