@@ -449,9 +449,13 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
         }
         chosen
     };
+    // `negotiate = true` and a client that may want the source: neither
+    // the hot memo (pages only) nor a page before its type is known.
+    let may_want_source =
+        method != Method::POST && hot::may_want_source(&location, request.headers());
     let hot = match forced_media {
         Some(_) => None,
-        None if hot::may_want_source(&location, request.headers()) => None,
+        None if may_want_source => None,
         None => hot_key(&method, &location, request.headers(), &query, &path),
     };
 
@@ -529,11 +533,8 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
         if passthru::shows(&location, &source) {
             return Ok(passthru::response(app, source, request.headers(), &location).await);
         }
-    } else if location.negotiate
-        && method != Method::POST
-        && !negotiate::surely_page(request.headers(), location.source_type.as_deref())
-    {
-        // A client that may want the source: read it to know its type.
+    } else if may_want_source {
+        // Read the source to know its type.
         let source = provider.read(&located).map_err(not_found)?;
         // Never an XSP page's source (its logic and SQL), as for passthru.
         if passthru::shows(&location, &source)

@@ -138,6 +138,13 @@ async fn the_readmes_render_command_works_from_a_checkout() {
     assert_eq!(out, served.body);
 }
 
+/// A GET of `path` whose `Accept` is `accept`.
+async fn accepting(server: &TestServer, path: &str, accept: &str) -> crate::support::Resp {
+    server
+        .request(reqwest::Method::GET, path, &[("accept", accept)])
+        .await
+}
+
 /// The dynamic sources of the bundled site, as `samples/axle.toml`
 /// configures them, on an ephemeral port (the mirror's upstream is this
 /// same server, named by a path: it follows the port): the program's page,
@@ -168,13 +175,7 @@ async fn the_dynamic_samples_work_as_their_pages_say() {
     // /browser/ negotiates: a page for a browser, the feed for a feed
     // reader, as its page says.
     let chromium = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
-    let page = server
-        .request(
-            reqwest::Method::GET,
-            "/browser/feed.xml",
-            &[("accept", chromium)],
-        )
-        .await;
+    let page = accepting(&server, "/browser/feed.xml", chromium).await;
     assert_eq!(page.status, 200);
     assert!(page.header("content-type").starts_with("text/html"));
     assert!(
@@ -183,26 +184,18 @@ async fn the_dynamic_samples_work_as_their_pages_say() {
         "{}",
         page.text()
     );
-    let feed = server
-        .request(
-            reqwest::Method::GET,
-            "/browser/feed.xml",
-            &[("accept", "application/atom+xml")],
-        )
-        .await;
-    assert_eq!(feed.header("content-type"), "application/atom+xml");
-    assert_eq!(
-        feed.body,
-        std::fs::read(samples().join("browser/feed.xml")).unwrap()
-    );
-    let sitemap = server
-        .request(
-            reqwest::Method::GET,
-            "/browser/sitemap.xml",
-            &[("accept", "application/xml")],
-        )
-        .await;
-    assert_eq!(sitemap.header("content-type"), "application/xml");
+    for (path, accept) in [
+        ("browser/feed.xml", "application/atom+xml"),
+        ("browser/sitemap.xml", "application/xml"),
+    ] {
+        let source = accepting(&server, &format!("/{path}"), accept).await;
+        assert_eq!(source.header("content-type"), accept, "{path}");
+        assert_eq!(
+            source.body,
+            std::fs::read(samples().join(path)).unwrap(),
+            "{path}: not the file's bytes"
+        );
+    }
     let home = server.get("/").await;
     assert!(
         home.text().contains("href=\"/browser/\""),
