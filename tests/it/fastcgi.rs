@@ -46,6 +46,11 @@ case 'html': echo "<p>not <b>xml"; exit;
 case 'missing': http_response_code(404); break;
 case 'flood': header('Content-Type: text/xml'); echo '<a>', str_repeat('x', 300000), '</a>'; exit;
 case 'forever': while (true) { usleep(100000); }
+case 'len':
+    $in = file_get_contents('php://input');
+    header('Content-Type: text/xml');
+    echo '<len>', strlen($in), ' ', md5($in), '</len>';
+    exit;
 case 'env':
     header('Content-Type: text/xml');
     echo '<env>';
@@ -264,6 +269,76 @@ async fn a_crashed_worker_is_replaced_and_the_next_request_is_served() {
     let after = pid(&server, "/app/x.xml?do=env").await;
     assert_ne!(after, first, "a new worker");
     assert!(!alive(&first), "the crashed worker is gone (reaped)");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_body_larger_than_the_socket_buffer_arrives_whole() {
+    // The request is written at once as far as the socket takes it; the
+    // rest waits for the worker to read (the runtime's write path).
+    if !php_cgi() {
+        return;
+    }
+    let site = site();
+    let server = server_with(&site, ", workers = 1, max-body = \"1MiB\"").await;
+    let body: String = (0..900_000u32)
+        .map(|i| char::from(b'a' + (i % 26) as u8))
+        .collect();
+    let digest = md5_of(body.as_bytes());
+    let r = server
+        .send(
+            reqwest::Method::POST,
+            "/app/p.xml?do=len",
+            &[],
+            body.clone(),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(
+        r.text().contains(&format!("<len>900000 {digest}</len>")),
+        "{}",
+        r.text()
+    );
+}
+
+/// MD5 through the system's `md5sum` (the app reports PHP's `md5()`).
+fn md5_of(bytes: &[u8]) -> String {
+    use std::io::Write;
+    let mut child = Command::new("md5sum")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("md5sum");
+    child.stdin.take().unwrap().write_all(bytes).unwrap();
+    let out = child.wait_with_output().unwrap();
+    String::from_utf8(out.stdout).unwrap()[..32].to_string()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_client_that_goes_away_leaves_the_worker_serving() {
+    // The request to the worker is a task of its own: the client's
+    // disconnect ends the page, not the worker's request, so the worker
+    // is given back healthy and serves the next request.
+    if !php_cgi() {
+        return;
+    }
+    let site = site();
+    let server = server_with(&site, ", workers = 1").await;
+    let first = pid(&server, "/app/x.xml?do=env").await;
+    let impatient = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_millis(150))
+        .build()
+        .unwrap();
+    let gone = impatient
+        .get(server.url("/app/x.xml?do=sleep&ms=600"))
+        .send()
+        .await;
+    assert!(gone.is_err(), "the client gave up first");
+    assert_eq!(
+        pid(&server, "/app/x.xml?do=env").await,
+        first,
+        "the same worker, not killed for the client's going"
+    );
+    assert!(alive(&first));
 }
 
 #[tokio::test(flavor = "multi_thread")]
