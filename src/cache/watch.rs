@@ -419,9 +419,14 @@ impl SyncedSince {
         }
     }
 
-    /// Runs `work` (a request's handler) as one piece begun now.
-    pub async fn task<F: std::future::Future>(work: F) -> F::Output {
-        TASK_SINCE.scope(Instant::now(), work).await
+    /// Runs `work` (a request's handler) as one piece begun now. Not an
+    /// `async fn`: that would hold `work` in a state of its own and move
+    /// it again on the first poll (a request handler's future is large,
+    /// and each move is a copy of all of it).
+    pub fn task<F: std::future::Future>(
+        work: F,
+    ) -> tokio::task::futures::TaskLocalFuture<Instant, F> {
+        TASK_SINCE.scope(Instant::now(), work)
     }
 }
 

@@ -80,7 +80,8 @@ pub(super) async fn respond(
             }
             Ok(response)
         }
-        Err(e) => Err(render_failed(app, e, mount, generated, location, &req).await),
+        // Boxed: an error page's future is as large as a render's.
+        Err(e) => Err(Box::pin(render_failed(app, e, mount, generated, location, &req)).await),
     }
 }
 

@@ -369,7 +369,9 @@ async fn handle(State(app): State<Arc<App>>, mut request: Request) -> Response {
         Some(r) => r,
         // One drain of the file-change queue serves the whole request
         // (crate::cache::SyncedSince).
-        None => match Box::pin(crate::cache::SyncedSince::task(respond(&app, request))).await {
+        // The render path's future is boxed before the scope takes it: one
+        // copy of it, not one into the scope and another into a box.
+        None => match crate::cache::SyncedSince::task(Box::pin(respond(&app, request))).await {
             Ok(r) => r,
             Err(e) => {
                 // A failed render was logged where it failed, with the
@@ -434,7 +436,12 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
     let query: Vec<(String, String)> = pairs(request.uri().query().unwrap_or(""))?;
     if let Some(mount) = &location.source {
         let path = normal.url.into_owned();
-        return dynamic::respond(app, request, &location, mount, path, &query).await;
+        // Boxed: its future is twice the size of the rest of this one's,
+        // and every request would otherwise carry (and copy) it.
+        return Box::pin(dynamic::respond(
+            app, request, &location, mount, path, &query,
+        ))
+        .await;
     }
     let passthru = passthru::wants_passthru(&location, &query);
     // The hot memo was asked already (`hot_response`); the key is built
@@ -620,7 +627,8 @@ async fn respond(app: &App, request: Request) -> Result<Response, HttpError> {
             }
             Ok(document_response(app, rendered, &headers, &location).await)
         }
-        Err(e) => Err(error_page(app, e, &located, &location, &req).await),
+        // Boxed: an error page's future is as large as a render's.
+        Err(e) => Err(Box::pin(error_page(app, e, &located, &location, &req)).await),
     }
 }
 
