@@ -7,7 +7,9 @@
 //! later parses (see `src/ffi/dtd.rs`); `csrc/html.c` serializes HTML
 //! results as libxslt does, faster; `csrc/untrusted.c` parses a client's
 //! document under limits (see `src/ffi/untrusted.rs`); `csrc/xpath_pool.c`
-//! keeps each thread's XPath contexts from one transform to the next.
+//! keeps each thread's XPath contexts from one transform to the next;
+//! `csrc/sort.c` sorts as browsers do for `xsl-sort = "unicode"`
+//! (comparing through `src/ffi/collate.rs`).
 //!
 //! `AXLE_CSRC_SANITIZE=address` compiles that C with `-fsanitize=address`
 //! (scripts/fuzz-asan sets it, with the Rust code built under
@@ -24,6 +26,7 @@ fn main() {
         .file("csrc/html.c")
         .file("csrc/untrusted.c")
         .file("csrc/xpath_pool.c")
+        .file("csrc/sort.c")
         .warnings(true);
     println!("cargo:rerun-if-env-changed=AXLE_CSRC_SANITIZE");
     match std::env::var("AXLE_CSRC_SANITIZE").as_deref() {
@@ -54,5 +57,6 @@ fn main() {
     println!("cargo:rerun-if-changed=csrc/html.c");
     println!("cargo:rerun-if-changed=csrc/untrusted.c");
     println!("cargo:rerun-if-changed=csrc/xpath_pool.c");
+    println!("cargo:rerun-if-changed=csrc/sort.c");
     println!("cargo:rerun-if-changed=build.rs");
 }

@@ -46,6 +46,29 @@ use validate::{Here, ValidSection, validate};
 // ---------------------------------------------------------------------------
 // Validated sections
 
+/// How `xsl:sort` compares text keys (`xsl-sort`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum XslSort {
+    /// Code point order, ignoring `lang` and `case-order`: libxslt's own,
+    /// as xsltproc sorts (the default, which the conformance suites check).
+    #[default]
+    Codepoint,
+    /// A Unicode collation honouring `lang` and `case-order`, as Chromium
+    /// sorts: for sites moved off client-side XSLT.
+    Unicode,
+}
+
+impl XslSort {
+    /// `"codepoint"` or `"unicode"`.
+    pub fn parse(text: &str) -> Option<XslSort> {
+        match text {
+            "codepoint" => Some(XslSort::Codepoint),
+            "unicode" => Some(XslSort::Unicode),
+            _ => None,
+        }
+    }
+}
+
 /// Which request parameters become stylesheet parameters.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum ParamPolicy {
@@ -166,6 +189,8 @@ pub struct Location {
     pub directories: bool,
     /// Process XInclude in source documents.
     pub xinclude: bool,
+    /// How `xsl:sort` compares text (`xsl-sort`).
+    pub xsl_sort: XslSort,
     /// Error pages carry libxslt's whole report (template and variable
     /// stacks, every message); off: a one-line reason, the rest logged.
     pub debug_errors: bool,
@@ -524,6 +549,7 @@ impl SiteConfig {
             index: Some("index.xml".into()),
             directories: false,
             xinclude: false,
+            xsl_sort: XslSort::Codepoint,
             debug_errors: false,
             cache_control: None,
             trace: None,
@@ -597,6 +623,10 @@ impl SiteConfig {
             }
             if let Some(v) = r.xinclude {
                 l.xinclude = v;
+            }
+            if let Some(v) = &r.xsl_sort {
+                // Validated at load.
+                l.xsl_sort = XslSort::parse(v).unwrap_or(l.xsl_sort);
             }
             if let Some(v) = r.debug_errors {
                 l.debug_errors = v;
@@ -689,7 +719,8 @@ fn location_hash(l: &Location) -> ContentHash {
     k.str(l.style.as_deref().unwrap_or("")).str(&l.media);
     k.str(&format!("{:?}", l.order))
         .str(&format!("{:?}", l.params));
-    k.u64(u64::from(l.xinclude)).u64(u64::from(l.directories));
+    k.u64(u64::from(l.xinclude) | (u64::from(l.xsl_sort == XslSort::Unicode) << 1))
+        .u64(u64::from(l.directories));
     k.str(l.index.as_deref().unwrap_or(""));
     k.str(&match &l.output_charset {
         Some(OutputCharset::Fixed(e)) => e.name().to_string(),

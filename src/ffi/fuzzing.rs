@@ -26,3 +26,16 @@ pub fn tree_depth(doc: &XmlDoc) -> u64 {
     let n = unsafe { sys::axle_tree_depth(doc.ptr.as_ptr()) };
     n as u64
 }
+
+/// For fuzz targets; not an API. `a` against `b` as `xsl-sort =
+/// "unicode"` compares text keys for the first key's `lang` (`None`:
+/// English) and case order (`csrc/sort.c` through `collate.rs`).
+#[doc(hidden)]
+pub fn unicode_collate(
+    lang: Option<&str>,
+    lower_first: bool,
+    a: &str,
+    b: &str,
+) -> std::cmp::Ordering {
+    super::collate::compare_text(lang, lower_first, a, b)
+}

@@ -32,6 +32,7 @@
 #![allow(unsafe_code)]
 
 mod budget;
+mod collate;
 mod doc;
 mod dtd;
 mod errors;

@@ -201,6 +201,9 @@ unsafe extern "C" {
     pub fn shim_ctxt_state(c: *mut xsltTransformContext) -> c_int;
     pub fn shim_ctxt_stop(c: *mut xsltTransformContext);
     pub fn shim_ctxt_xinclude(c: *mut xsltTransformContext, on: c_int);
+    /// `csrc/sort.c`: this transform's `xsl:sort`s compare text with a
+    /// Unicode collation (`collate.rs`).
+    pub fn shim_ctxt_unicode_sort(c: *mut xsltTransformContext);
     pub fn shim_out_method(s: *mut xsltStylesheet) -> *const c_char;
     pub fn shim_out_media_type(s: *mut xsltStylesheet) -> *const c_char;
     pub fn shim_out_encoding(s: *mut xsltStylesheet) -> *const c_char;

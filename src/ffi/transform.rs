@@ -20,6 +20,10 @@ use super::{DOC_OPTIONS, Resolver, ResultDoc, Stylesheet, XmlDoc, XmlError, c_st
 pub struct Limits {
     /// Process XInclude in documents loaded by `document()` too.
     pub xinclude: bool,
+    /// `xsl:sort` compares text with a Unicode collation honouring `lang`
+    /// and `case-order`, as browsers sort (`csrc/sort.c`); off: libxslt's
+    /// code point order, as xsltproc sorts.
+    pub unicode_sort: bool,
     /// Nested sequence constructors before libxslt stops (`maxTemplateDepth`).
     pub max_depth: u32,
     /// Live template variables before libxslt stops (`maxTemplateVars`).
@@ -34,6 +38,7 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             xinclude: false,
+            unicode_sort: false,
             max_depth: 3000,
             max_vars: 15_000,
             max_ops: 100_000_000,
@@ -88,6 +93,9 @@ impl Stylesheet {
             let registered = budget::register(ctxt);
             sys::shim_set_transform_error(ctxt);
             sys::shim_ctxt_xinclude(ctxt, c_int::from(limits.xinclude));
+            if limits.unicode_sort {
+                sys::shim_ctxt_unicode_sort(ctxt);
+            }
             sys::shim_ctxt_limits(
                 ctxt,
                 c_int::try_from(limits.max_depth).unwrap_or(c_int::MAX),

@@ -707,6 +707,7 @@ fn render_request(
     req.registry = Some(Arc::clone(&location.registry));
     req.location = Some(location.hash);
     req.xinclude = location.xinclude;
+    req.unicode_sort = location.xsl_sort == crate::site::XslSort::Unicode;
     req.trace = location.trace.clone();
     req
 }

@@ -70,6 +70,8 @@ pub(super) struct ChainJob {
     pub(super) stats: Arc<Stats>,
     pub(super) location: Option<ContentHash>,
     pub(super) xinclude: bool,
+    /// `xsl:sort` as browsers sort.
+    pub(super) unicode_sort: bool,
     /// Where trace files go, without their `.N` suffix (`trace::trace_stem`).
     pub(super) trace: Option<PathBuf>,
     pub(super) internal: Option<Arc<dyn InternalDocuments>>,
@@ -161,6 +163,7 @@ impl ChainJob {
         };
         let limits = Limits {
             xinclude: self.xinclude,
+            unicode_sort: self.unicode_sort,
             ..self.limits
         };
         let ctx = StageContext {

@@ -52,7 +52,9 @@ fn add_varies(key: &mut KeyBuilder, varies: Option<&[u8]>) {
 
 impl ChainJob {
     /// What every key of this job covers besides the stages and their
-    /// input: the location, XInclude, the params, and the document's URL.
+    /// input: the location, XInclude and the sort order (one number: a
+    /// job without the Unicode sort keys as before it existed), the
+    /// params, and the document's URL.
     /// The URL is the base URI of the source and of every intermediate
     /// tree, so it can change any stage's output (`document('x.xml', /)`,
     /// relative entities and XIncludes): identical bytes at two URLs are
@@ -60,7 +62,7 @@ impl ChainJob {
     fn add_params(&self, key: &mut KeyBuilder) {
         key.str(&self.base_url);
         key.hash(&self.location.unwrap_or_else(|| ContentHash::of(b"")))
-            .u64(u64::from(self.xinclude));
+            .u64(u64::from(self.xinclude) | (u64::from(self.unicode_sort) << 1));
         key.u64(self.params.len() as u64);
         for (name, value) in self.params.iter() {
             key.str(name).str(value);

@@ -126,6 +126,8 @@ pub struct RenderRequest {
     pub location: Option<ContentHash>,
     /// Process XInclude in the source before stage 1.
     pub xinclude: bool,
+    /// `xsl:sort` as browsers sort (a location's `xsl-sort = "unicode"`).
+    pub unicode_sort: bool,
     /// Write the source and every stage's output into this directory, the
     /// URL path mirrored as subdirectories (`/a/b.xml` → `a/b.xml.0`, `.1`,
     /// ...).
@@ -769,6 +771,7 @@ impl Pipeline {
             stats: Arc::clone(&self.stats),
             location: req.location,
             xinclude: req.xinclude,
+            unicode_sort: req.unicode_sort,
             trace: req
                 .trace
                 .as_ref()

@@ -164,6 +164,7 @@ impl InternalDocuments for Nested {
             stats: Arc::clone(&self.stats),
             location: None,
             xinclude: false,
+            unicode_sort: false,
             trace: None,
             internal: Some(Arc::new(self.clone())),
             prolog: Some(Arc::new(prolog)),

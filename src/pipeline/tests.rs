@@ -32,6 +32,7 @@ fn job(closures: &[&str], params: &[(&str, &str)], root: &std::path::Path) -> Ch
         stats: Arc::new(Stats::default()),
         location: None,
         xinclude: false,
+        unicode_sort: false,
         trace: None,
         internal: None,
         prolog: None,
@@ -105,6 +106,11 @@ fn keys_cover_the_location_configuration() {
     let mut xinclude = job(&["a.xsl"], &[], dir.path());
     xinclude.xinclude = true;
     assert_ne!(plain.response_key(h), xinclude.response_key(h));
+    let mut sorted = job(&["a.xsl"], &[], dir.path());
+    sorted.unicode_sort = true;
+    assert_ne!(plain.response_key(h), sorted.response_key(h));
+    assert_ne!(plain.stage_key(0, h), sorted.stage_key(0, h));
+    assert_ne!(xinclude.stage_key(0, h), sorted.stage_key(0, h));
 }
 
 #[test]

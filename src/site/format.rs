@@ -156,6 +156,8 @@ pub(super) struct Section {
     pub(super) index: Option<String>,
     pub(super) directories: Option<bool>,
     pub(super) xinclude: Option<bool>,
+    /// `"codepoint"` or `"unicode"`.
+    pub(super) xsl_sort: Option<String>,
     pub(super) debug_errors: Option<bool>,
     pub(super) cache_control: Option<String>,
     pub(super) trace: Option<PathBuf>,

@@ -163,6 +163,8 @@ fn bad_values_name_their_key_not_the_section() {
             "source-type",
             "is not a media type",
         ),
+        ("xsl-sort = \"browser\"", "xsl-sort", "is not a sort order"),
+        ("xsl-sort = true", "xsl-sort", "expected a string"),
         ("style-key = 3", "style-key", "expected a string"),
         ("style-cookie = false", "style-cookie", "expected a string"),
         ("reset = 1", "reset", "expected a boolean"),

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::format::{ParamSetting, Section};
 use super::references::Reference;
 use super::spans::{Spans, join};
-use super::{ConfigError, MediaRule, OutputCharset, UaStyleRule};
+use super::{ConfigError, MediaRule, OutputCharset, UaStyleRule, XslSort};
 use crate::chain::{Processor, When};
 use crate::language::{Language, Registry};
 use crate::prolog::StylesheetPi;
@@ -328,6 +328,14 @@ pub(super) fn validate(
         errors.push(here.err(
             "source-type",
             format!("'{v}' is not a media type (type/subtype, e.g. \"application/atom+xml\")"),
+        ));
+    }
+    if let Some(v) = &raw.xsl_sort
+        && XslSort::parse(v).is_none()
+    {
+        errors.push(here.err(
+            "xsl-sort",
+            format!("'{v}' is not a sort order (\"codepoint\", as xsltproc sorts, or \"unicode\", as browsers sort)"),
         ));
     }
     let output_charset = match &raw.output_charset {

@@ -41,6 +41,7 @@ mod samples;
 mod security;
 mod shared_cache;
 mod shared_cache_cluster;
+mod sorting;
 mod sources;
 mod static_host;
 mod status;
