@@ -174,18 +174,7 @@ fn nginx_config_checks_and_fronts_axle() {
         !stderr.contains("[warn]") && !stderr.contains("[emerg]"),
         "nginx -t:\n{stderr}"
     );
-    let mut nginx = Proc(
-        Command::new(&nginx)
-            .arg("-p")
-            .arg(dir.path())
-            .arg("-c")
-            .arg(&config)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    wait_for_port(&mut nginx, port, &dir.path().join("error.log"));
+    let _nginx = start_nginx(&nginx, dir.path(), &config, port);
     a_browser_gets_the_page_and_a_reader_the_feed("nginx", port);
 }
 
@@ -252,23 +241,7 @@ fn caddy_config_validates_and_fronts_axle() {
 /// The guide's `toml` blocks load (`axle check`).
 #[test]
 fn the_guide_s_configuration_loads() {
-    let blocks = doc_blocks("docs/browser-xslt.md", "toml");
-    assert!(!blocks.is_empty(), "toml blocks in docs/browser-xslt.md");
-    for block in blocks {
-        let root = tempfile::tempdir().unwrap();
-        std::fs::write(root.path().join("axle.toml"), &block).unwrap();
-        let out = Command::new(env!("CARGO_BIN_EXE_axle"))
-            .arg("check")
-            .arg("--root")
-            .arg(root.path())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "docs/browser-xslt.md's block does not load:\n{block}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    doc_toml_loads("docs/browser-xslt.md", 2);
 }
 
 /// The guide's nginx and Caddy excerpts are the shipped files' own

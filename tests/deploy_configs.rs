@@ -310,18 +310,7 @@ fn nginx_passes_axle_through() {
     let dir = tempdir();
     let port = free_port();
     let config = nginx_config(dir.path(), axle_port, port, true);
-    let mut nginx = Proc(
-        Command::new(nginx)
-            .arg("-p")
-            .arg(dir.path())
-            .arg("-c")
-            .arg(&config)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    wait_for_port(&mut nginx, port, &dir.path().join("error.log"));
+    let _nginx = start_nginx(&nginx, dir.path(), &config, port);
 
     let compare = |path: &str, encoding: Option<&str>| -> Resp {
         let headers: Vec<(&str, &str)> = encoding
@@ -620,21 +609,5 @@ fn deploy_doc_commands_parse() {
 /// (`axle check`).
 #[test]
 fn deploy_doc_toml_loads() {
-    let blocks = doc_blocks("docs/deploy.md", "toml");
-    assert!(blocks.len() >= 2, "toml blocks in docs/deploy.md");
-    for block in blocks {
-        let root = tempfile::tempdir().unwrap();
-        std::fs::write(root.path().join("axle.toml"), &block).unwrap();
-        let out = Command::new(env!("CARGO_BIN_EXE_axle"))
-            .arg("check")
-            .arg("--root")
-            .arg(root.path())
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            out.status.success(),
-            "docs/deploy.md's block does not load:\n{block}\n{stderr}"
-        );
-    }
+    doc_toml_loads("docs/deploy.md", 2);
 }

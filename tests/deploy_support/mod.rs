@@ -298,3 +298,44 @@ pub fn doc_blocks(doc: &str, lang: &str) -> Vec<String> {
     }
     blocks
 }
+
+/// nginx (`nginx`, the binary) started in the foreground with prefix
+/// `dir` and main file `config`, ready on 127.0.0.1:`port` (its log,
+/// `dir/error.log`, shown if it fails to start).
+pub fn start_nginx(nginx: &Path, dir: &Path, config: &Path, port: u16) -> Proc {
+    let mut proc = Proc(
+        Command::new(nginx)
+            .arg("-p")
+            .arg(dir)
+            .arg("-c")
+            .arg(config)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_for_port(&mut proc, port, &dir.join("error.log"));
+    proc
+}
+
+/// Every `toml` block of the page `doc` loads as a site's `axle.toml`
+/// (`axle check`); there are at least `at_least` of them.
+pub fn doc_toml_loads(doc: &str, at_least: usize) {
+    let blocks = doc_blocks(doc, "toml");
+    assert!(blocks.len() >= at_least, "toml blocks in {doc}");
+    for block in blocks {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::write(root.path().join("axle.toml"), &block).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_axle"))
+            .arg("check")
+            .arg("--root")
+            .arg(root.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{doc}'s block does not load:\n{block}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
