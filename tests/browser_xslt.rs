@@ -238,10 +238,12 @@ fn caddy_config_validates_and_fronts_axle() {
     a_browser_gets_the_page_and_a_reader_the_feed("Caddy", port);
 }
 
-/// The guide's `toml` blocks load (`axle check`).
+/// The guide's `toml` blocks load (`axle check`), and its `axle`
+/// commands parse.
 #[test]
-fn the_guide_s_configuration_loads() {
+fn the_guide_s_configuration_loads_and_its_commands_parse() {
     doc_toml_loads("docs/browser-xslt.md", 2);
+    doc_commands_parse("docs/browser-xslt.md", 2);
 }
 
 /// The guide's nginx and Caddy excerpts are the shipped files' own

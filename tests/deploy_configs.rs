@@ -575,34 +575,7 @@ fn shipped_files_agree() {
 /// served or changed).
 #[test]
 fn deploy_doc_commands_parse() {
-    let mut checked = 0;
-    for block in doc_blocks("docs/deploy.md", "sh") {
-        let joined = block.replace("\\\n", " ");
-        for line in joined.lines() {
-            let line = line.split(" #").next().unwrap().trim();
-            let Some(args) = line
-                .strip_prefix("sudo -u axle axle ")
-                .or_else(|| line.strip_prefix("axle "))
-            else {
-                continue;
-            };
-            let out = Command::new(env!("CARGO_BIN_EXE_axle"))
-                .args(args.split_whitespace())
-                .arg("--help")
-                .output()
-                .unwrap();
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            assert!(
-                out.status.success(),
-                "docs/deploy.md: `axle {args}` does not parse:\n{stderr}"
-            );
-            checked += 1;
-        }
-    }
-    assert!(
-        checked >= 6,
-        "only {checked} axle commands found in docs/deploy.md"
-    );
+    doc_commands_parse("docs/deploy.md", 6);
 }
 
 /// Every `toml` block of the page loads as a site's `axle.toml`

@@ -339,3 +339,37 @@ pub fn doc_toml_loads(doc: &str, at_least: usize) {
         );
     }
 }
+
+/// Every `axle ...` command in the `sh` blocks of the page `doc` parses:
+/// its subcommand and flags exist (run with `--help` appended, so nothing
+/// is served or changed); there are at least `at_least` of them.
+pub fn doc_commands_parse(doc: &str, at_least: usize) {
+    let mut checked = 0;
+    for block in doc_blocks(doc, "sh") {
+        let joined = block.replace("\\\n", " ");
+        for line in joined.lines() {
+            let line = line.split(" #").next().unwrap().trim();
+            let Some(args) = line
+                .strip_prefix("sudo -u axle axle ")
+                .or_else(|| line.strip_prefix("axle "))
+            else {
+                continue;
+            };
+            let out = Command::new(env!("CARGO_BIN_EXE_axle"))
+                .args(args.split_whitespace())
+                .arg("--help")
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{doc}: `axle {args}` does not parse:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            checked += 1;
+        }
+    }
+    assert!(
+        checked >= at_least,
+        "only {checked} axle commands found in {doc}"
+    );
+}
