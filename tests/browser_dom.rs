@@ -148,14 +148,7 @@ fn chromium_s_dom_of_the_raw_xml_is_its_dom_of_axle_s_page() {
     };
     let samples = manifest_dir().join("samples");
     let raw_port = static_server(samples.clone());
-    let args = [
-        "serve".to_string(),
-        "--root".into(),
-        samples.display().to_string(),
-        "--listen".into(),
-        "127.0.0.1:0".into(),
-    ];
-    let (_axle, axle_port, _) = start_axle(&args, Stdio::null());
+    let (_axle, axle_port) = start_axle_on(&samples);
     let profile = tempdir();
     let mut compared = 0;
     for path in ["/browser/feed.xml", "/browser/sitemap.xml"] {

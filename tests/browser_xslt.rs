@@ -44,19 +44,6 @@ fn site_copy(dir: &Path) -> PathBuf {
     site
 }
 
-/// `axle serve --root SITE --listen 127.0.0.1:0`.
-fn start_axle_on(site: &Path) -> (Proc, u16) {
-    let args = [
-        "serve".to_string(),
-        "--root".into(),
-        site.display().to_string(),
-        "--listen".into(),
-        "127.0.0.1:0".into(),
-    ];
-    let (proc, port, _) = start_axle(&args, Stdio::null());
-    (proc, port)
-}
-
 /// The checks every front server passes, on `port`.
 fn a_browser_gets_the_page_and_a_reader_the_feed(front: &str, port: u16) {
     let page = get(port, "/browser/feed.xml", &[("Accept", BROWSER)]);
@@ -134,14 +121,7 @@ fn nginx_config_checks_and_fronts_axle() {
     let site = site_copy(dir.path());
     let (_axle, axle_port) = start_axle_on(&site);
     let port = free_port();
-    let snippet = shipped("browser-xslt-nginx.conf");
-    let snippet = replace_once(
-        &snippet,
-        "server 127.0.0.1:8080;",
-        &format!("server 127.0.0.1:{axle_port};"),
-    );
-    let snippet = replace_once(&snippet, "listen 80;", &format!("listen 127.0.0.1:{port};"));
-    let snippet = replace_once(&snippet, "listen [::]:80;", "");
+    let snippet = nginx_on_loopback(&shipped("browser-xslt-nginx.conf"), axle_port, port);
     let snippet = replace_once(
         &snippet,
         "root /srv/www;",
@@ -160,16 +140,7 @@ fn nginx_config_checks_and_fronts_axle() {
     );
     let config = dir.path().join("nginx-main.conf");
     std::fs::write(&config, main).unwrap();
-    let out = Command::new(&nginx)
-        .arg("-t")
-        .arg("-p")
-        .arg(dir.path())
-        .arg("-c")
-        .arg(&config)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "nginx -t:\n{stderr}");
+    let stderr = nginx_t(&nginx, dir.path(), &config);
     assert!(
         !stderr.contains("[warn]") && !stderr.contains("[emerg]"),
         "nginx -t:\n{stderr}"

@@ -239,14 +239,7 @@ fn systemd_unit_command_line_runs() {
 /// context whose paths are all under `dir`. The http context turns gzip
 /// on, as Debian's nginx.conf does: the snippet must turn it off itself.
 fn nginx_config(dir: &Path, axle_port: u16, port: u16, foreground: bool) -> PathBuf {
-    let snippet = shipped("nginx.conf");
-    let snippet = replace_once(
-        &snippet,
-        "server 127.0.0.1:8080;",
-        &format!("server 127.0.0.1:{axle_port};"),
-    );
-    let snippet = replace_once(&snippet, "listen 80;", &format!("listen 127.0.0.1:{port};"));
-    let snippet = replace_once(&snippet, "listen [::]:80;", "");
+    let snippet = nginx_on_loopback(&shipped("nginx.conf"), axle_port, port);
     std::fs::write(dir.join("axle.conf"), snippet).unwrap();
     let d = dir.display();
     let main = format!(
@@ -279,16 +272,7 @@ fn nginx_config_checks() {
     };
     let dir = tempdir();
     let config = nginx_config(dir.path(), 8080, free_port(), false);
-    let out = Command::new(nginx)
-        .arg("-t")
-        .arg("-p")
-        .arg(dir.path())
-        .arg("-c")
-        .arg(&config)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "nginx -t:\n{stderr}");
+    let stderr = nginx_t(&nginx, dir.path(), &config);
     let warnings: Vec<&str> = stderr
         .lines()
         .filter(|l| l.contains("axle.conf") || l.contains("[warn]") || l.contains("[emerg]"))

@@ -373,3 +373,46 @@ pub fn doc_commands_parse(doc: &str, at_least: usize) {
         "only {checked} axle commands found in {doc}"
     );
 }
+
+/// `axle serve --root SITE --listen 127.0.0.1:0`: the process and its
+/// port.
+pub fn start_axle_on(site: &Path) -> (Proc, u16) {
+    let args = [
+        "serve".to_string(),
+        "--root".into(),
+        site.display().to_string(),
+        "--listen".into(),
+        "127.0.0.1:0".into(),
+    ];
+    let (proc, port, _) = start_axle(&args, Stdio::null());
+    (proc, port)
+}
+
+/// `nginx -t` with prefix `dir` and main file `config` succeeds; its
+/// stderr (for the caller's checks of warnings).
+pub fn nginx_t(nginx: &Path, dir: &Path, config: &Path) -> String {
+    let out = Command::new(nginx)
+        .arg("-t")
+        .arg("-p")
+        .arg(dir)
+        .arg("-c")
+        .arg(config)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "nginx -t:\n{stderr}");
+    stderr
+}
+
+/// A shipped nginx snippet with its upstream (`server 127.0.0.1:8080;`)
+/// on `axle_port` and its listener (`listen 80;`, `listen [::]:80;`) on
+/// 127.0.0.1:`port` only.
+pub fn nginx_on_loopback(snippet: &str, axle_port: u16, port: u16) -> String {
+    let snippet = replace_once(
+        snippet,
+        "server 127.0.0.1:8080;",
+        &format!("server 127.0.0.1:{axle_port};"),
+    );
+    let snippet = replace_once(&snippet, "listen 80;", &format!("listen 127.0.0.1:{port};"));
+    replace_once(&snippet, "listen [::]:80;", "")
+}
