@@ -13,8 +13,13 @@
  * through the collator Rust keeps for the first key's lang and
  * case-order (src/ffi/collate.rs: ICU4X's collator with CLDR data,
  * upper case first unless case-order="lower-first", as Chromium does).
- * Number keys compare as numbers, NaN first, as in libxslt.
+ * The first key, when it is text, is compared by sort keys made once per
+ * item (bytes that compare as the texts collate: a shell sort compares
+ * each item many times); later keys, needed only on ties, by the
+ * collator. Number keys compare as numbers, NaN first, as in libxslt.
  */
+
+#include <string.h>
 
 #include <libxml/xpath.h>
 #include <libxml/xpathInternals.h>
@@ -27,6 +32,19 @@
  * strings (NULL counts as empty): <0, 0 or >0. */
 extern const void *axle_collator(const char *lang, int lower_first);
 extern int axle_collate(const void *collator, const xmlChar *a, const xmlChar *b);
+/* A text's sort key under the collator (bytes that compare as the texts
+ * collate), its length in *len; freed with axle_sort_key_free. */
+extern unsigned char *axle_sort_key(const void *collator, const xmlChar *text, size_t *len);
+extern void axle_sort_key_free(unsigned char *key, size_t len);
+
+/* Two sort keys, bytewise (a prefix first): -1, 0 or 1. */
+static int compare_sort_keys(const unsigned char *a, size_t a_len, const unsigned char *b,
+                             size_t b_len) {
+    int c = memcmp(a, b, a_len < b_len ? a_len : b_len);
+    if (c != 0)
+        return c < 0 ? -1 : 1;
+    return a_len == b_len ? 0 : (a_len < b_len ? -1 : 1);
+}
 
 /* One key of two items: -1, 0 or 1 (before any descending). */
 static int compare_key(const void *collator, int number, xmlXPathObjectPtr a,
@@ -86,6 +104,8 @@ static int eval_avts(xsltTransformContextPtr ctxt, xmlNodePtr sort,
 
 void axle_unicode_sort(xsltTransformContextPtr ctxt, xmlNodePtr *sorts, int nbsorts) {
     xmlXPathObjectPtr *keys[XSLT_MAX_SORT];
+    unsigned char **sort_keys = NULL; /* the first key's, when text */
+    size_t *sort_key_lens = NULL;
     int evaluated[XSLT_MAX_SORT];
     xsltStylePreCompPtr comps[XSLT_MAX_SORT];
     xmlNodeSetPtr list;
@@ -114,6 +134,24 @@ void axle_unicode_sort(xsltTransformContextPtr ctxt, xmlNodePtr *sorts, int nbso
         const void *collator = axle_collator(lang, comps[0]->lower_first);
         xmlXPathObjectPtr *first = keys[0];
         int incr, i, j;
+        if (!comps[0]->number) {
+            sort_keys = (unsigned char **)xmlMalloc(len * sizeof(*sort_keys));
+            sort_key_lens = (size_t *)xmlMalloc(len * sizeof(*sort_key_lens));
+            if (sort_keys == NULL || sort_key_lens == NULL) {
+                xmlFree(sort_keys);
+                xmlFree(sort_key_lens);
+                sort_keys = NULL;
+                sort_key_lens = NULL;
+            } else {
+                for (i = 0; i < len; i++) {
+                    sort_key_lens[i] = 0;
+                    sort_keys[i] = first[i] == NULL
+                                       ? NULL
+                                       : axle_sort_key(collator, first[i]->stringval,
+                                                       &sort_key_lens[i]);
+                }
+            }
+        }
         for (incr = len / 2; incr > 0; incr /= 2) {
             for (i = incr; i < len; i++) {
                 if (first[i] == NULL)
@@ -123,8 +161,13 @@ void axle_unicode_sort(xsltTransformContextPtr ctxt, xmlNodePtr *sorts, int nbso
                     if (first[j] == NULL) {
                         order = 1; /* an item without a key goes last */
                     } else {
-                        order = compare_key(collator, comps[0]->number, first[j],
-                                            first[j + incr]);
+                        if (sort_keys != NULL)
+                            order = compare_sort_keys(sort_keys[j], sort_key_lens[j],
+                                                      sort_keys[j + incr],
+                                                      sort_key_lens[j + incr]);
+                        else
+                            order = compare_key(collator, comps[0]->number, first[j],
+                                                first[j + incr]);
                         if (comps[0]->descending)
                             order = -order;
                     }
@@ -155,6 +198,14 @@ void axle_unicode_sort(xsltTransformContextPtr ctxt, xmlNodePtr *sorts, int nbso
                         list->nodeTab[j] = list->nodeTab[j + incr];
                         list->nodeTab[j + incr] = node;
                     }
+                    if (sort_keys != NULL) {
+                        unsigned char *key = sort_keys[j];
+                        size_t key_len = sort_key_lens[j];
+                        sort_keys[j] = sort_keys[j + incr];
+                        sort_key_lens[j] = sort_key_lens[j + incr];
+                        sort_keys[j + incr] = key;
+                        sort_key_lens[j + incr] = key_len;
+                    }
                     for (level = 0; level < nbsorts; level++) {
                         xmlXPathObjectPtr tmp;
                         if (keys[level] == NULL)
@@ -168,6 +219,13 @@ void axle_unicode_sort(xsltTransformContextPtr ctxt, xmlNodePtr *sorts, int nbso
         }
     }
 
+    if (sort_keys != NULL) {
+        int i;
+        for (i = 0; i < len; i++)
+            axle_sort_key_free(sort_keys[i], sort_key_lens[i]);
+        xmlFree(sort_keys);
+        xmlFree(sort_key_lens);
+    }
     for (level = 0; level < nbsorts; level++) {
         if (evaluated[level] & 1) {
             xmlFree((xmlChar *)comps[level]->stype);

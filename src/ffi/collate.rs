@@ -147,6 +147,62 @@ pub extern "C" fn axle_collate(collator: *const c_void, a: *const u8, b: *const 
     }
 }
 
+/// For `csrc/sort.c`: the sort key of `text` (NUL-terminated UTF-8, null
+/// as empty) under `collator` (its bytes, when there is none), its length
+/// in `*len`: two keys compare bytewise as [`axle_collate`] compares their
+/// texts. Freed with [`axle_sort_key_free`].
+#[unsafe(no_mangle)]
+pub extern "C" fn axle_sort_key(
+    collator: *const c_void,
+    text: *const u8,
+    len: *mut usize,
+) -> *mut u8 {
+    // SAFETY: as in `axle_collate`: `collator` is null or from
+    // `axle_collator` on this thread, `text` null or a NUL-terminated
+    // string libxslt owns for the sort's duration.
+    let (collator, text) = unsafe {
+        (
+            collator.cast::<CollatorBorrowed<'static>>().as_ref(),
+            if text.is_null() {
+                &[][..]
+            } else {
+                CStr::from_ptr(text.cast()).to_bytes()
+            },
+        )
+    };
+    let key = sort_key(collator, text).into_boxed_slice();
+    if !len.is_null() {
+        // SAFETY: sort.c passes the address of a `size_t` it owns.
+        unsafe { *len = key.len() };
+    }
+    Box::into_raw(key).cast::<u8>()
+}
+
+/// For `csrc/sort.c`: frees a key from [`axle_sort_key`] (`len` as it
+/// was given); null is ignored.
+#[unsafe(no_mangle)]
+pub extern "C" fn axle_sort_key_free(key: *mut u8, len: usize) {
+    if key.is_null() {
+        return;
+    }
+    // SAFETY: `key` and `len` are a boxed slice's pointer and length from
+    // `axle_sort_key`, freed once (sort.c frees each key it made once).
+    drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(key, len)) });
+}
+
+/// The sort key of `text`: ICU4X's at the collator's strength, or the
+/// bytes themselves without a collator.
+fn sort_key(collator: Option<&CollatorBorrowed<'static>>, text: &[u8]) -> Vec<u8> {
+    let mut key = Vec::new();
+    match collator {
+        Some(c) => {
+            let Ok(()) = c.write_sort_key_utf8_to(text, &mut key);
+        }
+        None => key.extend_from_slice(text),
+    }
+    key
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -177,6 +233,29 @@ mod tests {
         assert_eq!(sorted(Some("de"), false, &["ä", "z", "a"]), ["a", "ä", "z"]);
         // Not a locale: root.
         assert_eq!(sorted(Some("!!"), false, &["b", "a"]), ["a", "b"]);
+    }
+
+    #[test]
+    fn sort_keys_order_as_the_comparison_does() {
+        let words = [
+            "b", "Z", "a", "10", "é", "Ärger", "A", "e", "9", "B", "_x", "", "a\u{301}", "á",
+        ];
+        for lang in [None, Some("sv"), Some("de")] {
+            for lower_first in [false, true] {
+                // SAFETY (test): the pointer comes from this thread's set.
+                let c = unsafe { collator(lang, lower_first).as_ref() };
+                for a in words {
+                    for b in words {
+                        let by_key = sort_key(c, a.as_bytes()).cmp(&sort_key(c, b.as_bytes()));
+                        assert_eq!(
+                            by_key,
+                            compare_text(lang, lower_first, a, b),
+                            "{a:?} {b:?} {lang:?} {lower_first}"
+                        );
+                    }
+                }
+            }
+        }
     }
 
     #[test]
