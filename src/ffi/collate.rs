@@ -46,42 +46,39 @@ fn make(lang: Option<&str>, lower_first: bool) -> Option<CollatorBorrowed<'stati
     Collator::try_new(prefs, CollatorOptions::default()).ok()
 }
 
+/// The name the root collation is kept under (not a language tag).
+const ROOT: &str = "\0root";
+
 /// The collator kept for (`lang`, `lower_first`) on this thread, made
-/// now if need be; null only if not even the root collation can be made.
+/// now if need be (the root collation for a `lang` past the first
+/// [`MAX_KEPT`], or one ICU4X cannot make); null only if not even the
+/// root collation can be made.
 fn collator(lang: Option<&str>, lower_first: bool) -> *const CollatorBorrowed<'static> {
-    let lang = lang.unwrap_or("en");
+    let wanted = lang.unwrap_or("en");
     KEPT.with(|kept| {
         let mut kept = kept.borrow_mut();
-        if let Some((_, _, c)) = kept
-            .iter()
-            .find(|(l, lf, _)| l == lang && *lf == lower_first)
-        {
-            return &**c as *const _;
-        }
-        let (name, made) = if kept.len() < MAX_KEPT {
-            (lang.to_string(), make(Some(lang), lower_first))
-        } else {
-            ("\0root".to_string(), None)
+        let find = |kept: &[(String, bool, Box<CollatorBorrowed<'static>>)], name: &str| {
+            kept.iter()
+                .find(|(l, lf, _)| l == name && *lf == lower_first)
+                .map(|(_, _, c)| &**c as *const CollatorBorrowed<'static>)
         };
-        let made = match made {
-            Some(c) => c,
-            None => {
-                // Root, kept under its own name.
-                if let Some((_, _, c)) = kept
-                    .iter()
-                    .find(|(l, lf, _)| l == "\0root" && *lf == lower_first)
-                {
-                    return &**c as *const _;
-                }
-                match make(None, lower_first) {
-                    Some(c) => c,
-                    None => return std::ptr::null(),
-                }
-            }
+        if let Some(found) = find(&kept, wanted) {
+            return found;
+        }
+        let name = if kept.len() < MAX_KEPT { wanted } else { ROOT };
+        if let Some(found) = find(&kept, name) {
+            return found;
+        }
+        let made = (name != ROOT)
+            .then(|| make(Some(name), lower_first))
+            .flatten()
+            .or_else(|| make(None, lower_first));
+        let Some(made) = made else {
+            return std::ptr::null();
         };
         let boxed = Box::new(made);
         let ptr: *const CollatorBorrowed<'static> = &*boxed;
-        kept.push((name, lower_first, boxed));
+        kept.push((name.to_string(), lower_first, boxed));
         ptr
     })
 }
@@ -264,6 +261,12 @@ mod tests {
             let lang = format!("x-{i}");
             assert!(!collator(Some(&lang), false).is_null());
         }
+        KEPT.with(|k| assert!(k.borrow().len() <= MAX_KEPT + 2));
+        // Past the bound every new lang gets the one root collator, and
+        // the first ones keep their own.
+        let root = collator(Some("y-1"), false);
+        assert_eq!(collator(Some("y-2"), false), root);
+        assert_ne!(collator(Some("x-0"), false), root);
         KEPT.with(|k| assert!(k.borrow().len() <= MAX_KEPT + 2));
     }
 }
